@@ -22,7 +22,12 @@ const (
 	OpDeleteName  Op = 3 // delete every RRset at Name
 	OpAdd         Op = 4 // add RRs to the RRset Name/Type (creating it)
 	OpRemove      Op = 5 // remove RRs from the RRset Name/Type
+	OpCheck       Op = 6 // precondition: the RRset Name/Type holds exactly RRs (none: absent)
 )
+
+// ErrPrecondition marks a batch whose OpCheck did not hold: a
+// compare-and-set that lost. Apply wraps it; the zone is unchanged.
+var ErrPrecondition = errors.New("precondition failed")
 
 func (o Op) String() string {
 	switch o {
@@ -36,6 +41,8 @@ func (o Op) String() string {
 		return "add"
 	case OpRemove:
 		return "remove"
+	case OpCheck:
+		return "check"
 	}
 	return fmt.Sprintf("op%d", uint8(o))
 }
@@ -83,7 +90,7 @@ func Normalize(origin string, c Change) (Change, error) {
 			return Change{}, invalidf("cannot delete the zone apex %s; delete the zone instead", name)
 		}
 		return out, nil
-	case OpDeleteRRset, OpReplace, OpAdd, OpRemove:
+	case OpDeleteRRset, OpReplace, OpAdd, OpRemove, OpCheck:
 	default:
 		return Change{}, invalidf("unknown change operation %d", c.Op)
 	}
@@ -92,6 +99,9 @@ func Normalize(origin string, c Change) (Change, error) {
 	}
 	if (c.Op == OpAdd || c.Op == OpRemove) && len(c.RRs) == 0 {
 		return Change{}, invalidf("%s of %s %s names no records", c.Op, name, dns.TypeToString[c.Type])
+	}
+	if c.Op == OpCheck && len(c.RRs) == 0 {
+		return out, nil
 	}
 	if c.Op == OpDeleteRRset || len(c.RRs) == 0 {
 		if name == origin && (c.Type == dns.TypeSOA || c.Type == dns.TypeNS) {
@@ -164,6 +174,12 @@ func (z *Zone) Apply(changes []Change) (*Zone, error) {
 		if err != nil {
 			return nil, fmt.Errorf("change %d: %w", i+1, err)
 		}
+		if nc.Op == OpCheck {
+			if !sameRecords(out.Get(nc.Name).RRset(nc.Type), nc.RRs) {
+				return nil, fmt.Errorf("change %d: %w: %s %s does not hold the expected records", i+1, ErrPrecondition, nc.Name, dns.TypeToString[nc.Type])
+			}
+			continue
+		}
 		if nc.Op == OpReplace && nc.Type == dns.TypeSOA {
 			wanted, hasWanted = nc.RRs[0].(*dns.SOA).Serial, true
 		}
@@ -177,6 +193,24 @@ func (z *Zone) Apply(changes []Change) (*Zone, error) {
 	}
 	out.setSerial(nextSerial(z.serial, wanted, hasWanted))
 	return out, nil
+}
+
+// sameRecords reports whether set holds exactly rrs, ignoring TTLs and
+// order. A nil set equals no records.
+func sameRecords(set *RRset, rrs []dns.RR) bool {
+	var have []dns.RR
+	if set != nil {
+		have = set.RRs
+	}
+	if len(have) != len(rrs) {
+		return false
+	}
+	for _, rr := range rrs {
+		if !slices.ContainsFunc(have, func(h dns.RR) bool { return dns.IsDuplicate(h, rr) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // put applies one normalized change to a zone under construction.

@@ -58,6 +58,7 @@ type encoder struct {
 	w   *bufio.Writer
 	crc hash.Hash32
 	buf []byte
+	msg dns.Msg // one-record message used by packRR
 	err error
 }
 
@@ -89,19 +90,32 @@ func (e *encoder) zone(z *Zone) {
 	z.Walk(func(n *Node) bool {
 		for _, s := range n.sets {
 			for _, rr := range s.RRs {
-				if cap(e.buf) < dns.Len(rr)+64 {
-					e.buf = make([]byte, dns.Len(rr)+64)
-				}
-				off, err := dns.PackRR(rr, e.buf[:cap(e.buf)], 0, nil, false)
+				b, err := e.packRR(rr)
 				if err != nil {
 					e.err = fmt.Errorf("pack %s: %w", rr.String(), err)
 					return false
 				}
-				e.frame(tagRR, e.buf[:off])
+				e.frame(tagRR, b)
 			}
 		}
 		return e.err == nil
 	})
+}
+
+// packRR packs rr in uncompressed wire format without modifying it.
+// dns.PackRR would set rr's Rdlength: a write to a record that published
+// Views share with concurrent readers and encoders (Raft's snapshot
+// Persist, the node's local.db writer, Hash), which the race detector
+// reports. Msg.PackBuffer does not write to its records; the record follows
+// the 12-byte message header.
+func (e *encoder) packRR(rr dns.RR) ([]byte, error) {
+	e.msg.Answer = append(e.msg.Answer[:0], rr)
+	b, err := e.msg.PackBuffer(e.buf[:cap(e.buf)])
+	if err != nil {
+		return nil, err
+	}
+	e.buf = b[:0]
+	return b[12:], nil
 }
 
 func (e *encoder) end() error {

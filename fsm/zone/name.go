@@ -39,7 +39,7 @@ func CanonicalName(name string) (string, error) {
 // The root name "." has the empty key. Key does not validate the name; an
 // invalid name gives an unspecified but deterministic key.
 func Key(name string) []byte {
-	return AppendKey(nil, name)
+	return AppendKey(make([]byte, 0, len(name)+1), name)
 }
 
 // AppendKey appends the key of name to dst, as Key does. It parses the

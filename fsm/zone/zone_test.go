@@ -328,3 +328,22 @@ func FuzzKey(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckPrecondition(t *testing.T) {
+	z := testZone(t)
+	www := mustRRs(t, "www.example.com. 1 IN A 192.0.2.2", "www.example.com. 9 IN A 192.0.2.1")
+	next := []Change{{Op: OpReplace, Name: "www.example.com.", Type: dns.TypeA, RRs: mustRRs(t, "www.example.com. 1 IN A 192.0.2.3")}}
+	z2, err := z.Apply(append([]Change{{Op: OpCheck, Name: "www.example.com.", Type: dns.TypeA, RRs: www}}, next...))
+	if err != nil {
+		t.Fatalf("matching check: %v", err)
+	}
+	if _, err := z2.Apply(append([]Change{{Op: OpCheck, Name: "www.example.com.", Type: dns.TypeA, RRs: www}}, next...)); !errors.Is(err, ErrPrecondition) {
+		t.Fatalf("stale check: %v", err)
+	}
+	if _, err := z2.Apply([]Change{{Op: OpCheck, Name: "new.example.com.", Type: dns.TypeA}}); err != nil {
+		t.Fatalf("absent check: %v", err)
+	}
+	if _, err := z2.Apply([]Change{{Op: OpCheck, Name: "www.example.com.", Type: dns.TypeA}}); !errors.Is(err, ErrPrecondition) {
+		t.Fatalf("absent check on present set: %v", err)
+	}
+}
