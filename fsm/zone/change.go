@@ -136,6 +136,9 @@ func Normalize(origin string, c Change) (Change, error) {
 		cp := dns.Copy(rr)
 		ch := cp.Header()
 		ch.Name, ch.Ttl, ch.Rdlength = name, ttl, 0
+		if err := roundTrips(cp); err != nil {
+			return Change{}, invalidf("record %q: %v", rr.String(), err)
+		}
 		if !slices.ContainsFunc(out.RRs, func(o dns.RR) bool { return dns.IsDuplicate(o, cp) }) {
 			out.RRs = append(out.RRs, cp)
 		}
@@ -157,6 +160,23 @@ func Normalize(origin string, c Change) (Change, error) {
 		}
 	}
 	return out, nil
+}
+
+// roundTrips checks that a record survives wire encoding unchanged: the
+// log, snapshots and DNS answers carry records in wire format. The zone-file
+// parser accepts some records that do not (an SOA with empty rdata, meant
+// for DNS UPDATE, packs to bytes that do not unpack).
+func roundTrips(rr dns.RR) error {
+	buf := make([]byte, dns.Len(rr)+64)
+	off, err := dns.PackRR(rr, buf, 0, nil, false)
+	if err != nil {
+		return fmt.Errorf("cannot be encoded: %v", err)
+	}
+	back, end, err := dns.UnpackRR(buf[:off], 0)
+	if err != nil || end != off || !dns.IsDuplicate(back, rr) {
+		return fmt.Errorf("rdata is incomplete or does not survive wire encoding")
+	}
+	return nil
 }
 
 // Apply returns a new zone with the changes applied in order, or an error and
@@ -317,7 +337,7 @@ func (z *Zone) checkName(name string) error {
 		switch s.Type {
 		case dns.TypeCNAME, dns.TypeRRSIG, dns.TypeNSEC:
 		default:
-			return invalidf("%s has a CNAME and a %s record; a CNAME must be the only data at its name (RFC 1034 §3.6.2)", name, dns.TypeToString[s.Type])
+			return invalidf("%s has a CNAME record and a record of type %s; a CNAME must be the only data at its name (RFC 1034 §3.6.2)", name, dns.TypeToString[s.Type])
 		}
 	}
 	return nil

@@ -143,6 +143,16 @@ func TestNewZoneErrors(t *testing.T) {
 	}
 }
 
+func TestRecordMustSurviveWireEncoding(t *testing.T) {
+	// The zone-file parser accepts an SOA with empty rdata (for DNS UPDATE);
+	// it packs to bytes that do not unpack, so it must never reach the log.
+	empty := &dns.SOA{Hdr: dns.RR_Header{Name: "example.com.", Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: 3600}}
+	_, err := NewZone("example.com.", append([]dns.RR{empty}, mustRR(t, "example.com. 3600 IN NS ns1.example.com.")), 0, false)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "wire encoding") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestApply(t *testing.T) {
 	z := testZone(t)
 	z2, err := z.Apply([]Change{
