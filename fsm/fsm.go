@@ -34,7 +34,7 @@ type FSM struct {
 	// to Seed at cold start until state catches up with it.
 	published atomic.Pointer[zone.View]
 
-	mu      sync.Mutex    // guards changed
+	mu      sync.Mutex    // guards changed and serialises the check-then-publish of Seed and setState
 	changed chan struct{} // closed and replaced at every publication
 }
 
@@ -87,30 +87,34 @@ func (f *FSM) WaitIndex(ctx context.Context, idx uint64) error {
 // this node's cluster. Raft's own state replaces it once its index is at
 // least as high, so what is served never goes back.
 func (f *FSM) Seed(v *zone.View) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if v == nil || v.Index <= f.published.Load().Index {
 		return false
 	}
-	f.publish(v)
+	f.publishLocked(v)
 	return true
 }
 
-// publish makes v the current View and wakes waiters.
-func (f *FSM) publish(v *zone.View) {
+// publishLocked makes v the current View and wakes waiters. f.mu is held.
+func (f *FSM) publishLocked(v *zone.View) {
 	f.published.Store(v)
 	f.m.observe(v)
-	f.mu.Lock()
 	close(f.changed)
 	f.changed = make(chan struct{})
-	f.mu.Unlock()
 }
 
 // setState stores Raft's new state and publishes it unless a newer seeded
-// View of the same cluster is being served.
+// View of the same cluster is being served. Raft's state of another cluster
+// always wins (I6); an empty one (before the bootstrap entry) never replaces
+// a seeded View.
 func (f *FSM) setState(v *zone.View) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.state.Store(v)
 	cur := f.published.Load()
-	if v.Index >= cur.Index || v.ClusterID != cur.ClusterID {
-		f.publish(v)
+	if v.Index >= cur.Index || (v.ClusterID != "" && v.ClusterID != cur.ClusterID) {
+		f.publishLocked(v)
 	}
 }
 

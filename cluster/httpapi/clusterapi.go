@@ -53,11 +53,9 @@ func checkJoin(req cluster.JoinRequest) error {
 	if _, _, err := net.SplitHostPort(req.RaftAddr); err != nil {
 		return invalid("raft_addr %q: %v", req.RaftAddr, err)
 	}
-	if req.APIAddr != "" {
-		u, err := url.Parse(req.APIAddr)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return invalid("api_addr %q: want the base URL of the node's API, like http://192.0.2.10:8053.", req.APIAddr)
-		}
+	u, err := url.Parse(req.APIAddr)
+	if req.APIAddr == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return invalid("api_addr %q: a joining node must give the base URL of its API, like http://192.0.2.10:8053.", req.APIAddr)
 	}
 	return nil
 }

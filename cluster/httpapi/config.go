@@ -14,6 +14,12 @@ type Config struct {
 	// Addr is the listen address, host:port. Port 0 picks a free port; read
 	// it back with Server.Addr.
 	Addr string
+
+	// Listener, when set, is used instead of listening on Addr. The caller
+	// binds early when it must know the bound address before Start (serve
+	// advertises it to the cluster before the API starts). Start takes
+	// ownership: Close closes it.
+	Listener net.Listener
 	// Token is the bearer token every request but /health, /ready (and
 	// /metrics unless MetricsAuth) must carry. Empty turns auth off, which
 	// Validate allows only on a loopback address. Every node of a cluster

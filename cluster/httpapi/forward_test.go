@@ -62,7 +62,7 @@ func TestForwardWriteToLeader(t *testing.T) {
 	}
 
 	// Membership changes are forwarded too.
-	code, _, body = follower.do("POST", "/v1/cluster/join", `{"node_id":"n3","raft_addr":"127.0.0.1:9"}`, auth)
+	code, _, body = follower.do("POST", "/v1/cluster/join", `{"node_id":"n3","raft_addr":"127.0.0.1:9","api_addr":"http://127.0.0.1:10"}`, auth)
 	if code != 200 || !strings.Contains(body, `"leader_id":"n1"`) {
 		t.Fatalf("forwarded join: %d %s", code, body)
 	}

@@ -79,9 +79,12 @@ func (s *Server) Start() error {
 	if s.started {
 		return errors.New("httpapi: already started")
 	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen api %s: %w", s.cfg.Addr, err)
+	ln := s.cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.cfg.Addr); err != nil {
+			return fmt.Errorf("listen api %s: %w", s.cfg.Addr, err)
+		}
 	}
 	s.ln, s.started = ln, true
 	s.wg.Add(1)

@@ -105,8 +105,12 @@ func (s *Server) propose(w http.ResponseWriter, r *http.Request, status int, v *
 // stale reports whether v lags what the cluster has committed, as a newly
 // elected leader's View can for a moment. A precheck against a stale View
 // could refuse a valid write, so then Apply alone decides.
-func (s *Server) stale(v *zone.View) bool {
-	return v.Index < s.b.Status().CommitIndex
+// Raft's applied index counts the no-op and barrier entries that never
+// reach the View, so it, not the View's index, is compared with the commit
+// index.
+func (s *Server) stale(_ *zone.View) bool {
+	st := s.b.Status()
+	return st.AppliedIndex < st.CommitIndex
 }
 
 // precheck runs the checks Apply will run, against v, so that a write that

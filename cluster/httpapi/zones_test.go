@@ -193,9 +193,10 @@ func TestMembership(t *testing.T) {
 		contains                 string
 	}{
 		{"join", "POST", "/v1/cluster/join", `{"node_id":"n2","raft_addr":"127.0.0.1:8054","api_addr":"http://127.0.0.1:8055"}`, 200, `"leader_id":"n1"`},
-		{"join other cluster", "POST", "/v1/cluster/join", `{"node_id":"n3","raft_addr":"127.0.0.1:8054","cluster_id":"other"}`, 409, `"code":"other_cluster"`},
+		{"join other cluster", "POST", "/v1/cluster/join", `{"node_id":"n3","raft_addr":"127.0.0.1:8054","api_addr":"http://127.0.0.1:8055","cluster_id":"other"}`, 409, `"code":"other_cluster"`},
 		{"join without id", "POST", "/v1/cluster/join", `{"raft_addr":"127.0.0.1:8054"}`, 400, "node_id"},
 		{"join bad raft addr", "POST", "/v1/cluster/join", `{"node_id":"n3","raft_addr":"nowhere"}`, 400, "raft_addr"},
+		{"join without api addr", "POST", "/v1/cluster/join", `{"node_id":"n3","raft_addr":"h:1"}`, 400, "api_addr"},
 		{"join bad api addr", "POST", "/v1/cluster/join", `{"node_id":"n3","raft_addr":"h:1","api_addr":"h:2"}`, 400, "api_addr"},
 		{"remove", "DELETE", "/v1/cluster/members/n2", "", 200, `"removed":"n2"`},
 		{"remove unknown", "DELETE", "/v1/cluster/members/n2", "", 404, `"code":"member_not_found"`},

@@ -90,6 +90,14 @@ func (v *View) Tombstone(origin string) (uint32, bool) {
 	return s, ok
 }
 
+// Tombstones returns the last serial of every deleted zone, as a new map.
+func (v *View) Tombstones() map[string]uint32 {
+	if v == nil {
+		return nil
+	}
+	return maps.Clone(v.tombs)
+}
+
 // Members returns the cluster members sorted by ID.
 func (v *View) Members() []Member {
 	if v == nil {
