@@ -14,7 +14,7 @@ FUZZTIME   ?= 20s
 TEST_DEPS  := nsd:nsd dig:bind9-dnsutils kdig:knot-dnsutils
 BENCH_DEPS := dnsperf:dnsperf nsd:nsd unbound:unbound kresd:knot-resolver
 
-.PHONY: help build run test test-integ fuzz bench bench-auth bench-cache verify fix size deps bench-deps clean
+.PHONY: notice help build run test test-integ fuzz bench bench-auth bench-cache verify fix size deps bench-deps clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -60,6 +60,9 @@ verify: ## gofmt, vet, module tidiness
 fix: ## format and tidy
 	gofmt -w $$(git ls-files '*.go')
 	$(GO) mod tidy
+
+notice: ## regenerate NOTICE from the modules linked into the binary
+	scripts/notice.sh
 
 size: build ## size of the static binary
 	@ls -l $(BIN) | awk '{print $$5, $$9}'
