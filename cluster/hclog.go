@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -103,7 +104,26 @@ func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 			args = append(args[:len(args):len(args)], "repeats_suppressed", suppressed)
 		}
 	}
-	a.l.Log(context.Background(), slogLevel(level), msg, args...)
+	a.l.Log(context.Background(), slogLevel(level), msg, expandFormats(args)...)
+}
+
+// expandFormats renders hclog.Fmt values (raft logs its configuration with
+// hclog.Fmt("%+v", servers)), which slog would print as a raw slice.
+func expandFormats(args []any) []any {
+	for i, v := range args {
+		f, ok := v.(hclog.Format)
+		if !ok || len(f) == 0 {
+			continue
+		}
+		format, ok := f[0].(string)
+		if !ok {
+			continue
+		}
+		out := append([]any(nil), args...)
+		out[i] = fmt.Sprintf(format, f[1:]...)
+		return expandFormats(out)
+	}
+	return args
 }
 
 func (a *hclogAdapter) Trace(msg string, args ...any) { a.Log(hclog.Trace, msg, args...) }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	hclog "github.com/hashicorp/go-hclog"
 	"log/slog"
 	"strings"
 	"testing"
@@ -41,5 +42,12 @@ func TestHclogAdapter(t *testing.T) {
 	lim.allow("m", now.Add(2*time.Second))
 	if ok, n := lim.allow("m", now.Add(repeatWindow+time.Second)); !ok || n != 2 {
 		t.Errorf("after the window: %v, %d suppressed; want true, 2", ok, n)
+	}
+}
+
+func TestHclogFormatArgs(t *testing.T) {
+	got := expandFormats([]any{"index", 1, "servers", hclog.Fmt("%+v", []int{1, 2})})
+	if got[3] != "[1 2]" {
+		t.Fatalf("hclog.Fmt rendered as %v", got[3])
 	}
 }
