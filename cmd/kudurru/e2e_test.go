@@ -42,7 +42,9 @@ func startE2ENode(t *testing.T, cfg Config) *e2eNode {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &e2eNode{id: cfg.Node.ID, stop: cancel, done: make(chan error, 1)}
 	ready := make(chan started, 1)
-	go func() { n.done <- runNode(ctx, cfg, testLogger(t).With("node", cfg.Node.ID), func(s started) { ready <- s }) }()
+	go func() {
+		n.done <- runNode(ctx, cfg, testLogger(t).With("node", cfg.Node.ID), func(s started) { ready <- s })
+	}()
 	select {
 	case n.s = <-ready:
 	case err := <-n.done:
