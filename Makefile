@@ -69,3 +69,4 @@ size: build ## size of the static binary
 
 clean:
 	rm -rf bin
+include jepsen-style-tests/jepsen.mk

@@ -71,6 +71,8 @@ func errorFor(err error) *apiError {
 		return newError(http.StatusNotFound, apiv1.CodeMemberNotFound, "%s", err.Error())
 	case errors.Is(err, cluster.ErrOtherCluster), errors.Is(err, fsm.ErrClusterMismatch):
 		return newError(http.StatusConflict, apiv1.CodeOtherCluster, "%s", err.Error())
+	case errors.Is(err, zone.ErrPrecondition):
+		return newError(http.StatusConflict, apiv1.CodePreconditionFailed, "%s", err.Error())
 	case errors.Is(err, zone.ErrInvalid), errors.Is(err, cluster.ErrInvalid):
 		return invalid("%s", err.Error())
 	}

@@ -80,6 +80,7 @@ var changeOps = map[string]zone.Op{
 	apiv1.OpDeleteName: zone.OpDeleteName,
 	apiv1.OpAdd:        zone.OpAdd,
 	apiv1.OpRemove:     zone.OpRemove,
+	apiv1.OpCheck:      zone.OpCheck,
 }
 
 // buildPatch turns a PATCH batch into a change command. z, the zone as this
@@ -108,7 +109,7 @@ func buildPatch(origin string, z *zone.Zone, req apiv1.Patch) (*fsm.Command, err
 func buildChange(origin string, z *zone.Zone, c apiv1.Change) (zone.Change, error) {
 	op, ok := changeOps[c.Op]
 	if !ok {
-		return zone.Change{}, fmt.Errorf("unknown op %q; use replace, delete, delete_name, add or remove", c.Op)
+		return zone.Change{}, fmt.Errorf("unknown op %q; use replace, delete, delete_name, add, remove or check", c.Op)
 	}
 	name, err := ownerName(origin, c.Name)
 	if err != nil {
@@ -130,6 +131,10 @@ func buildChange(origin string, z *zone.Zone, c apiv1.Change) (zone.Change, erro
 			return zone.Change{}, fmt.Errorf("delete deletes the whole set and takes no records or ttl; use remove to remove some records")
 		}
 		return ch, nil
+	case zone.OpCheck:
+		if c.TTL != nil {
+			return zone.Change{}, fmt.Errorf("check compares records and takes no ttl")
+		}
 	case zone.OpReplace, zone.OpAdd, zone.OpRemove:
 		if len(c.Records) == 0 {
 			return zone.Change{}, fmt.Errorf("%s needs at least one record", c.Op)
@@ -144,7 +149,7 @@ func buildChange(origin string, z *zone.Zone, c apiv1.Change) (zone.Change, erro
 			ttl = set.TTL
 		}
 	}
-	if op != zone.OpRemove {
+	if op != zone.OpRemove && op != zone.OpCheck {
 		ch.TTL = ttl
 	}
 	for j, text := range c.Records {

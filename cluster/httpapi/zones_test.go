@@ -227,3 +227,32 @@ func TestImportCreatesZone(t *testing.T) {
 		t.Fatal("imported zone not in the View")
 	}
 }
+
+// TestPatchCheck shows the compare-and-set: a batch whose check holds
+// applies; a stale check is refused with 409 precondition_failed and changes
+// nothing.
+func TestPatchCheck(t *testing.T) {
+	h := start(t, newFake(t, "n1", true), nil)
+	if code, _, body := h.do("POST", "/v1/zones", createBody); code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	code, _, body := h.do("PATCH", "/v1/zones/example.com/rrsets", `{"changes":[
+		{"op":"check","name":"k","type":"TXT"},
+		{"op":"replace","name":"k","type":"TXT","records":["\"v1\""]}]}`)
+	if code != 200 {
+		t.Fatalf("check of an absent set: %d %s", code, body)
+	}
+	casV1toV2 := `{"changes":[
+		{"op":"check","name":"k","type":"TXT","records":["\"v1\""]},
+		{"op":"replace","name":"k","type":"TXT","records":["\"v2\""]}]}`
+	if code, _, body = h.do("PATCH", "/v1/zones/example.com/rrsets", casV1toV2); code != 200 {
+		t.Fatalf("matching check: %d %s", code, body)
+	}
+	code, _, body = h.do("PATCH", "/v1/zones/example.com/rrsets", casV1toV2)
+	if code != 409 || !strings.Contains(body, `"code":"precondition_failed"`) {
+		t.Fatalf("stale check: %d %s", code, body)
+	}
+	if code, _, body = h.do("PATCH", "/v1/zones/example.com/rrsets", `{"changes":[{"op":"check","name":"k","type":"TXT","ttl":5}]}`); code != 400 {
+		t.Fatalf("check with a ttl: %d %s", code, body)
+	}
+}

@@ -13,23 +13,24 @@ import (
 // Error codes: the "code" field of every error body. A client branches on
 // the code, never on the message.
 const (
-	CodeInvalid           = "invalid"            // 400: the request or its records break a rule; nothing changed
-	CodeUnauthorized      = "unauthorized"       // 401: missing or wrong bearer token
-	CodeNotFound          = "not_found"          // 404: no such endpoint
-	CodeZoneNotFound      = "zone_not_found"     // 404
-	CodeMemberNotFound    = "member_not_found"   // 404
-	CodeMethodNotAllowed  = "method_not_allowed" // 405
-	CodeZoneExists        = "zone_exists"        // 409
-	CodeOtherCluster      = "other_cluster"      // 409: a join from a node of another cluster
-	CodeBodyTooLarge      = "body_too_large"     // 413
-	CodeInternal          = "internal"           // 500
-	CodeNoQuorum          = "no_quorum"          // 503: no leader; nothing was written
-	CodeNotLeader         = "not_leader"         // 503: leadership moved; nothing was written, retry
-	CodeLeaderUnreachable = "leader_unreachable" // 503: the leader's API could not be reached; nothing was sent
-	CodeNotBootstrapped   = "not_bootstrapped"   // 503: the cluster has no ID yet
-	CodeShuttingDown      = "shutting_down"      // 503
-	CodeNotReady          = "not_ready"          // 503: from /ready
-	CodeOutcomeUnknown    = "outcome_unknown"    // 504: the write may or may not have been applied
+	CodeInvalid            = "invalid"             // 400: the request or its records break a rule; nothing changed
+	CodeUnauthorized       = "unauthorized"        // 401: missing or wrong bearer token
+	CodeNotFound           = "not_found"           // 404: no such endpoint
+	CodeZoneNotFound       = "zone_not_found"      // 404
+	CodeMemberNotFound     = "member_not_found"    // 404
+	CodeMethodNotAllowed   = "method_not_allowed"  // 405
+	CodeZoneExists         = "zone_exists"         // 409
+	CodePreconditionFailed = "precondition_failed" // 409: a check in the batch did not hold; nothing changed
+	CodeOtherCluster       = "other_cluster"       // 409: a join from a node of another cluster
+	CodeBodyTooLarge       = "body_too_large"      // 413
+	CodeInternal           = "internal"            // 500
+	CodeNoQuorum           = "no_quorum"           // 503: no leader; nothing was written
+	CodeNotLeader          = "not_leader"          // 503: leadership moved; nothing was written, retry
+	CodeLeaderUnreachable  = "leader_unreachable"  // 503: the leader's API could not be reached; nothing was sent
+	CodeNotBootstrapped    = "not_bootstrapped"    // 503: the cluster has no ID yet
+	CodeShuttingDown       = "shutting_down"       // 503
+	CodeNotReady           = "not_ready"           // 503: from /ready
+	CodeOutcomeUnknown     = "outcome_unknown"     // 504: the write may or may not have been applied
 )
 
 // Headers of the API.
@@ -157,6 +158,7 @@ const (
 	OpDeleteName = "delete_name" // delete every set at Name
 	OpAdd        = "add"         // add Records to the set Name/Type
 	OpRemove     = "remove"      // remove Records from the set Name/Type
+	OpCheck      = "check"       // precondition: the set Name/Type holds exactly Records (none: absent)
 )
 
 // Change is one edit of a zone in a PATCH batch.

@@ -1,0 +1,43 @@
+# Partition-tolerance suite (jepsen-style-tests/). The top Makefile
+# includes this file; every target needs root and a built bin/kudurru.
+#
+#   make jepsen              every scenario (about 15 minutes)
+#   make jepsen-quick        one partition, one kill-restart, one cold start (< 4 minutes; CI)
+#   make jepsen-unit         the checkers' unit tests (no root)
+#   make jepsen-repro-NAME   the reproduction of a bug the suite found
+#
+# Knobs (environment): KUDURRU_JEPSEN_SET, KUDURRU_JEPSEN_SEED,
+# KUDURRU_JEPSEN_KEEP=1, KUDURRU_JEPSEN_CONVERGENCE, KUDURRU_JEPSEN_HOLD,
+# KUDURRU_JEPSEN_OUT; see docs/PARTITIONS.md.
+
+JEPSEN_DIR     := jepsen-style-tests
+comma          := ,
+JEPSEN_TIMEOUT ?= 40m
+# $(call jepsen_run,SET,TIMEOUT[,ENV]): run the scenarios of SET (all, quick,
+# or names) from inside the suite's own module, with extra ENV assignments.
+jepsen_run = cd $(JEPSEN_DIR) && KUDURRU_JEPSEN=1 KUDURRU_BIN=$(abspath $(BIN)) KUDURRU_JEPSEN_SET='$(1)' $(3) \
+	$(GO) test -count=1 -v -run '^TestScenarios$$' -timeout $(2) .
+
+.PHONY: jepsen jepsen-quick jepsen-unit jepsen-root jepsen-repro-serial-after-crash
+
+jepsen-root:
+	@if [ "$$(id -u)" != 0 ]; then \
+	  echo "jepsen: the partition suite needs root (network namespaces, veth, iptables): run sudo make $(MAKECMDGOALS)" >&2; exit 1; fi
+
+jepsen: jepsen-root build ## partition suite: every scenario in network namespaces (root, minutes)
+	$(call jepsen_run,$(or $(KUDURRU_JEPSEN_SET),all),$(JEPSEN_TIMEOUT))
+
+jepsen-quick: jepsen-root build ## partition suite, short set for CI: a partition, a kill-restart, a cold start (root)
+	$(call jepsen_run,quick,10m)
+
+jepsen-unit: ## the partition suite's checker unit tests (no root)
+	cd $(JEPSEN_DIR) && $(GO) test -count=1 ./...
+
+# Reproduction targets: one per bug the suite found. Each runs the smallest
+# scenario set that shows it and keeps every artifact; it fails while the
+# bug is there.
+
+# I2: a node restarted after SIGKILL serves its debounced local.db copy,
+# whose SOA serial is lower than the one it served before the crash.
+jepsen-repro-serial-after-crash: jepsen-root build ## repro: SOA serial goes down after SIGKILL + restart (I2)
+	$(call jepsen_run,kill-restart$(comma)cold-start,10m,KUDURRU_JEPSEN_KEEP=1)
