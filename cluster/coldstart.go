@@ -80,6 +80,45 @@ func (n *Node) coldStart(loaded *zone.View, hasState bool) {
 	}
 }
 
+// replayServed makes a node restarted after a crash serve at least what it
+// served before: local.db may be up to a debounce older than that, and
+// Raft's snapshot older still. It replays the node's own log from the View
+// being served (or Raft's, when the served one is of no cluster yet) up to
+// the served mark. See servedmark.go.
+func (n *Node) replayServed(markCID string, mark uint64) {
+	cid := n.ClusterID()
+	if cid == "" || markCID != cid {
+		return
+	}
+	base := n.fsm.Current()
+	if base.ClusterID != cid {
+		base = n.fsm.RaftView()
+	}
+	lg := n.log.With("served_mark", mark, "base_index", base.Index)
+	v, err := replayToMark(n.store, withCID(base, cid), cid, mark)
+	switch {
+	case err != nil:
+		lg.Warn("cannot replay the log up to the index served before the restart; serving older data until Raft catches up", "err", err)
+	case v == nil:
+	case v.ClusterID != cid:
+		lg.Warn("replayed log does not belong to this cluster; ignored", "replayed_cluster_id", v.ClusterID)
+	case n.seed(v):
+		lg.Info("replayed the node's own log up to the index served before the restart", "index", v.Index, "zones", v.Len())
+	}
+}
+
+// withCID returns base, or for the empty View an empty View that names the
+// cluster (so the replay check of cluster IDs passes; the replayed bootstrap
+// entry sets the same ID).
+func withCID(base *zone.View, cid string) *zone.View {
+	if base.ClusterID != "" {
+		return base
+	}
+	b := base.Edit()
+	b.SetClusterID(cid)
+	return b.View()
+}
+
 // seed publishes v when it is newer than the served View. FSM.Seed is a
 // check-then-publish that can race with Raft publishing a newer View on the
 // FSM goroutine; re-seeding Raft's own View afterwards makes sure the newer

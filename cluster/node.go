@@ -32,6 +32,7 @@ type Node struct {
 	trans    *raft.NetworkTransport
 	store    *raftboltdb.BoltStore
 	local    *localDB
+	mark     *servedMark // index of the newest View served, for crash restarts
 	m        *metrics
 	http     *http.Client
 	ownHTTP  bool   // http was made here: close its idle connections on Close
@@ -122,7 +123,17 @@ func New(cfg Config) (*Node, error) {
 	}
 	undo = append(undo, func() { _ = local.close() })
 
-	f := fsm.New(fsm.Config{Logger: cfg.Logger.With("node_id", cfg.NodeID), Registry: cfg.Registry})
+	mark, err := openServedMark(filepath.Join(cfg.DataDir, servedMarkFile))
+	if err != nil {
+		return fail(err)
+	}
+	undo = append(undo, func() { _ = mark.close() })
+	markCID, markIndex, err := mark.read()
+	if err != nil {
+		log.Warn("ignoring the served mark", "err", err)
+	}
+
+	f := fsm.New(fsm.Config{Logger: cfg.Logger.With("node_id", cfg.NodeID), Registry: cfg.Registry, BeforePublish: mark.write})
 	rc := cfg.raftConfig()
 	rc.Logger = hl
 	switch {
@@ -144,7 +155,7 @@ func New(cfg Config) (*Node, error) {
 	undo = append(undo, func() { _ = r.Shutdown().Error() })
 
 	n := &Node{
-		cfg: cfg, log: log, fsm: f, raft: r, trans: trans, store: store, local: local,
+		cfg: cfg, log: log, fsm: f, raft: r, trans: trans, store: store, local: local, mark: mark,
 		raftAddr:      string(trans.LocalAddr()),
 		hadState:      hasState,
 		obsCh:         make(chan raft.Observation, 256),
@@ -170,6 +181,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.cid.Store(&cid)
 	n.coldStart(loaded, hasState)
+	n.replayServed(markCID, markIndex)
 
 	n.obs = raft.NewObserver(n.obsCh, false, func(o *raft.Observation) bool {
 		switch o.Data.(type) {
@@ -248,14 +260,19 @@ func (n *Node) shutdown(transfer bool) error {
 		}
 		n.trans.CloseStreams()
 		n.waiters.Wait()
-		if _, err := n.flushLocal(); err != nil {
-			errs = append(errs, fmt.Errorf("final local.db refresh: %w", err))
+		if transfer { // a crash (tests) loses what the debounce had not written yet
+			if _, err := n.flushLocal(); err != nil {
+				errs = append(errs, fmt.Errorf("final local.db refresh: %w", err))
+			}
 		}
 		if err := n.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close raft.db: %w", err))
 		}
 		if err := n.local.close(); err != nil {
 			errs = append(errs, fmt.Errorf("close local.db: %w", err))
+		}
+		if err := n.mark.close(); err != nil {
+			errs = append(errs, fmt.Errorf("close served mark: %w", err))
 		}
 		if n.ownHTTP {
 			n.http.CloseIdleConnections()

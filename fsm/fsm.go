@@ -18,6 +18,13 @@ import (
 type Config struct {
 	Logger   *slog.Logger          // required
 	Registry prometheus.Registerer // optional: metrics are registered here
+
+	// BeforePublish, when set, is called with every View just before it
+	// becomes visible to readers, under the FSM's publication lock. The
+	// cluster package records the served index there, so that a node
+	// restarted after a crash never serves older data than it did (I2).
+	// It must be quick and must not call back into the FSM.
+	BeforePublish func(*zone.View)
 }
 
 // FSM is the replicated state machine. See the package comment for which
@@ -34,13 +41,15 @@ type FSM struct {
 	// to Seed at cold start until state catches up with it.
 	published atomic.Pointer[zone.View]
 
+	beforePublish func(*zone.View)
+
 	mu      sync.Mutex    // guards changed and serialises the check-then-publish of Seed and setState
 	changed chan struct{} // closed and replaced at every publication
 }
 
 // New returns an FSM with an empty state.
 func New(cfg Config) *FSM {
-	f := &FSM{log: cfg.Logger, changed: make(chan struct{})}
+	f := &FSM{log: cfg.Logger, changed: make(chan struct{}), beforePublish: cfg.BeforePublish}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -98,6 +107,9 @@ func (f *FSM) Seed(v *zone.View) bool {
 
 // publishLocked makes v the current View and wakes waiters. f.mu is held.
 func (f *FSM) publishLocked(v *zone.View) {
+	if f.beforePublish != nil {
+		f.beforePublish(v)
+	}
 	f.published.Store(v)
 	f.m.observe(v)
 	close(f.changed)
@@ -129,28 +141,48 @@ func (f *FSM) Apply(l *raft.Log) any {
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	start := time.Now()
 	out := make([]any, len(logs))
-	b := f.state.Load().Edit()
+	v := applyLogs(f.state.Load(), logs, func(i int, l *raft.Log, op string, res *Result) {
+		out[i] = res
+		if op == "undecodable" {
+			f.log.Error("undecodable log entry skipped", "index", l.Index, "err", res.Err)
+		}
+		f.m.applied(op, res.Err)
+	})
+	f.setState(v)
+	f.m.applyDuration.Observe(time.Since(start).Seconds())
+	return out
+}
+
+// applyLogs applies entries in order to base and returns the new View,
+// calling done for each command entry with its operation and result.
+func applyLogs(base *zone.View, logs []*raft.Log, done func(i int, l *raft.Log, op string, res *Result)) *zone.View {
+	b := base.Edit()
 	for i, l := range logs {
 		b.SetIndex(l.Index)
 		if l.Type != raft.LogCommand {
 			continue
 		}
 		res := &Result{Index: l.Index}
-		out[i] = res
 		c, err := DecodeCommand(l.Data)
 		if err != nil {
 			res.Err = err
-			f.log.Error("undecodable log entry skipped", "index", l.Index, "err", err)
-			f.m.applied("undecodable", err)
+			done(i, l, "undecodable", res)
 			continue
 		}
 		// applyCommand writes to b only when it succeeds.
 		res.Serial, res.Err = applyCommand(b, c)
-		f.m.applied(string(c.Op), res.Err)
+		done(i, l, string(c.Op), res)
 	}
-	f.setState(b.View())
-	f.m.applyDuration.Observe(time.Since(start).Seconds())
-	return out
+	return b.View()
+}
+
+// Replay applies committed entries to base outside Raft and returns the
+// View they lead to, exactly as Apply would build it. A node restarted
+// after a crash uses it to rebuild, from its own log, the View it served
+// before the crash (see the cluster package's served-index mark). The
+// caller guarantees that the entries were committed.
+func Replay(base *zone.View, logs []*raft.Log) *zone.View {
+	return applyLogs(base, logs, func(int, *raft.Log, string, *Result) {})
 }
 
 // Snapshot captures the current Raft state. It returns at once: the

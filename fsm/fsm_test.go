@@ -228,6 +228,9 @@ func TestSameLogSameHash(t *testing.T) {
 				t.Log("log ended with no zones")
 			}
 			want := one.Current().Hash()
+			if Replay(zone.Empty, logs).Hash() != want || Replay(half.RaftView(), logs[150:]).Hash() != want {
+				t.Fatal("Replay differs from Apply")
+			}
 			if batched.Current().Hash() != want || restored.Current().Hash() != want {
 				t.Fatal("same log, different views")
 			}
