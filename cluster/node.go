@@ -365,6 +365,10 @@ func (n *Node) leaderChangedCh() <-chan struct{} {
 	return n.leaderChanged
 }
 
+// LeaderChanged returns a channel closed at the next change of leader or of
+// this node's Raft state. Callers re-read Leader and call it again.
+func (n *Node) LeaderChanged() <-chan struct{} { return n.leaderChangedCh() }
+
 // WaitLeader blocks until a leader is known and returns its ID.
 func (n *Node) WaitLeader(ctx context.Context) (string, error) {
 	tick := time.NewTicker(100 * time.Millisecond) // safety net: observations can be dropped

@@ -46,3 +46,12 @@ type IndexWaiter interface {
 	// at least index, or ctx ends.
 	WaitIndex(ctx context.Context, index uint64) error
 }
+
+// LeaderWatcher is an optional Backend extension. While a write forwarded to
+// the leader is in flight, a change of leader means the old one may never
+// answer (it was cut off or stopped); the API then gives up at once with
+// "outcome unknown" instead of waiting out the forward timeout.
+type LeaderWatcher interface {
+	// LeaderChanged returns a channel closed at the next change of leader.
+	LeaderChanged() <-chan struct{}
+}

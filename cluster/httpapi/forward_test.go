@@ -221,3 +221,46 @@ func mute(t *testing.T) string {
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	return ln.Addr().String()
 }
+
+// TestForwardGivesUpWhenLeaderChanges: a write forwarded to a leader that
+// stops answering (cut off, frozen) ends with 504 outcome_unknown as soon as
+// the follower sees another leader, not after the forward timeout.
+func TestForwardGivesUpWhenLeaderChanges(t *testing.T) {
+	// The "leader" accepts the connection and reads the request, then never
+	// answers, like a frozen process.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan struct{})
+	var held sync.WaitGroup
+	held.Add(1)
+	go func() {
+		defer held.Done()
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = http.ReadRequest(bufio.NewReader(c))
+		close(got)
+		_, _ = io.Copy(io.Discard, c) // until the follower hangs up
+	}()
+	defer func() { ln.Close(); held.Wait() }()
+
+	fb := newFake(t, "n2", false)
+	fb.SetLeader("n1", "http://"+ln.Addr().String())
+	follower := start(t, fb, func(c *Config) { c.ForwardTimeout = time.Minute; c.ProposeTimeout = 30 * time.Second })
+	go func() {
+		<-got
+		fb.SetLeader("n3", "http://127.0.0.1:1") // the follower hears of a new leader
+	}()
+	began := time.Now()
+	code, _, body := follower.do("POST", "/v1/zones", zoneA)
+	if code != 504 || errCode(t, body) != apiv1.CodeOutcomeUnknown || !strings.Contains(body, "Leadership moved") {
+		t.Fatalf("forward to a frozen leader: %d %s", code, body)
+	}
+	if d := time.Since(began); d > 10*time.Second {
+		t.Fatalf("gave up after %s, want well under the one-minute forward timeout", d)
+	}
+}

@@ -86,6 +86,34 @@ func (s *Server) onLeader(w http.ResponseWriter, r *http.Request, body []byte, i
 	}
 }
 
+// errLeaderChanged cancels a forwarded write when the leader it went to is
+// no longer the leader.
+var errLeaderChanged = errors.New("leader changed")
+
+// watchLeader cancels a forward when the leader changes from leaderID. The
+// returned stop ends the watch; relayWrite calls it before returning, so the
+// goroutine lives no longer than the request.
+func (s *Server) watchLeader(lw LeaderWatcher, leaderID string, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			ch := lw.LeaderChanged()
+			if id, _ := s.b.Leader(); id != leaderID {
+				cancel(errLeaderChanged)
+				return
+			}
+			select {
+			case <-ch:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 // errRetry marks a leader's not_leader answer: nothing was written, and the
 // request may go to whoever leads next.
 var errRetry = errors.New("leader answered not_leader")
@@ -94,11 +122,22 @@ var errRetry = errors.New("leader answered not_leader")
 // Backend can wait for an index, it lets the local View catch up with a
 // successful write first, so the client reads its write from this node.
 func (s *Server) relayWrite(w http.ResponseWriter, r *http.Request, addr string, body []byte) error {
-	rep, err := s.fwd.write(r.Context(), r, addr, body)
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	leaderID, _ := s.b.Leader()
+	if lw, ok := s.b.(LeaderWatcher); ok {
+		stop := s.watchLeader(lw, leaderID, cancel)
+		defer stop()
+	}
+	rep, err := s.fwd.write(ctx, r, addr, body)
 	if err != nil {
 		var unsent *errUnsent
-		if errors.As(err, &unsent) {
+		if errors.As(err, &unsent) && !errors.Is(context.Cause(ctx), errLeaderChanged) {
 			return err
+		}
+		if errors.Is(context.Cause(ctx), errLeaderChanged) {
+			return newError(http.StatusGatewayTimeout, apiv1.CodeOutcomeUnknown,
+				"%s (Leadership moved away from %s while the write was in flight.)", msgUnknown, leaderID)
 		}
 		return newError(http.StatusGatewayTimeout, apiv1.CodeOutcomeUnknown,
 			"%s (The leader at %s did not answer: %v.)", msgUnknown, addr, err)

@@ -29,7 +29,7 @@ type Server struct {
 	started bool
 	closed  bool
 
-	wg sync.WaitGroup // the serve goroutine
+	wg sync.WaitGroup // the serve goroutine and the leader watches of forwarded writes
 }
 
 // New returns a Server for backend. It does not listen yet: call Start.

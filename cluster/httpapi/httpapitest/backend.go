@@ -35,12 +35,13 @@ type Backend struct {
 	reason     string
 	commitLag  uint64 // Status reports a commit index this far ahead of the View
 	members    map[string]cluster.JoinRequest
+	changed    chan struct{} // closed and replaced by SetLeader
 }
 
 // New returns a bootstrapped Backend with node ID id, leading when leader
 // is true (and then knowing itself as the leader).
 func New(id string, leader bool) *Backend {
-	b := &Backend{id: id, fsm: fsm.New(fsm.Config{}), leader: leader, ready: true, members: map[string]cluster.JoinRequest{}}
+	b := &Backend{id: id, fsm: fsm.New(fsm.Config{}), leader: leader, ready: true, members: map[string]cluster.JoinRequest{}, changed: make(chan struct{})}
 	if leader {
 		b.leaderID = id
 	}
@@ -92,6 +93,15 @@ func (b *Backend) SetLeader(id, apiURL string) {
 	defer b.mu.Unlock()
 	b.leaderID, b.leaderAPI = id, apiURL
 	b.leader = id == b.id
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// LeaderChanged returns a channel closed by the next SetLeader.
+func (b *Backend) LeaderChanged() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.changed
 }
 
 // Propose records the call and, on a leader, applies c.
