@@ -11,7 +11,7 @@ FUZZTIME   ?= 20s
 
 # Debian packages the tests and benchmarks use, by the command that shows
 # they are installed.
-TEST_DEPS  := nsd:nsd dig:bind9-dnsutils kdig:knot-dnsutils
+TEST_DEPS  := nsd:nsd unbound:unbound dig:bind9-dnsutils kdig:knot-dnsutils ip:iproute2 iptables:iptables
 BENCH_DEPS := dnsperf:dnsperf nsd:nsd unbound:unbound kresd:knot-resolver
 
 .PHONY: notice help build run test test-integ fuzz bench bench-auth bench-cache verify fix size deps bench-deps clean

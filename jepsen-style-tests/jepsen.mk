@@ -24,10 +24,10 @@ jepsen-root:
 	@if [ "$$(id -u)" != 0 ]; then \
 	  echo "jepsen: the partition suite needs root (network namespaces, veth, iptables): run sudo make $(MAKECMDGOALS)" >&2; exit 1; fi
 
-jepsen: jepsen-root build ## partition suite: every scenario in network namespaces (root, minutes)
+jepsen: jepsen-root deps build ## partition suite: every scenario in network namespaces (root, minutes)
 	$(call jepsen_run,$(or $(KUDURRU_JEPSEN_SET),all),$(JEPSEN_TIMEOUT))
 
-jepsen-quick: jepsen-root build ## partition suite, short set for CI: a partition, a kill-restart, a cold start (root)
+jepsen-quick: jepsen-root deps build ## partition suite, short set for CI: a partition, a kill-restart, a cold start (root)
 	$(call jepsen_run,quick,10m)
 
 jepsen-unit: ## the partition suite's checker unit tests (no root)
