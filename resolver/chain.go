@@ -10,15 +10,23 @@ package resolver
 //     UPDATE and NOTIFY will branch off here.
 //  4. local: CHAOS names and the health name, answered without zones.
 //  5. authority: the answer from the current zone.View (resolver/lookup).
-//     Names outside every zone go on to the next stage.
-//  6. (later) cache, then upstream forwarding.
+//     Names outside every zone go on to the next stage, and so does a
+//     CNAME chain that leaves the zones when forwarding is configured.
+//  6. forward (forward.go): recursion ACL, cache, upstreams. Present only
+//     when dns.forward names upstreams; it comes after authority, so a
+//     served zone always wins over cached data.
 //  7. refuse: REFUSED for what nobody answered.
 func (s *Server) chain() Handler {
-	return compose(refuse,
+	stages := []stage{
 		s.recoverStage,
 		s.metricsStage,
 		s.ingressStage,
 		s.localStage,
 		s.authorityStage,
-	)
+	}
+	// Forwarding: built here, in New, and stopped by Close (forward.go).
+	if fwd := s.forwardStage(); fwd != nil {
+		stages = append(stages, fwd)
+	}
+	return compose(refuse, stages...)
 }

@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"strconv"
 	"time"
+
+	"github.com/kudurru/kudurru/resolver/cache"
+	"github.com/kudurru/kudurru/resolver/upstream"
 )
 
 // Config configures a Server. The koanf tags are the configuration keys; see
@@ -50,6 +53,14 @@ type Config struct {
 	ServerID string `koanf:"server_id"`
 	// ShutdownTimeout bounds how long Close waits for queries in flight.
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+
+	// Forwarding of names outside the served zones (forward_config.go,
+	// docs/FORWARDING.md). With no Forward entries the forwarding stage is
+	// absent and such names get REFUSED.
+	Forward   []ForwardZone   `koanf:"forward"`
+	Upstream  upstream.Config `koanf:"upstream"` // its Forward map is filled from Forward
+	Cache     cache.Config    `koanf:"cache"`
+	Recursion RecursionConfig `koanf:"recursion"`
 }
 
 // HealthName is the name answered locally with a TXT record describing the
@@ -58,7 +69,7 @@ const HealthName = "health.kudurru.internal."
 
 // DefaultConfig returns the defaults documented in docs/DNS.md.
 func DefaultConfig() Config {
-	return Config{
+	c := Config{
 		Addr:            "127.0.0.1:53",
 		UDPSockets:      defaultUDPSockets(),
 		UDPMaxInflight:  512,
@@ -72,6 +83,8 @@ func DefaultConfig() Config {
 		Version:         "kudurru",
 		ShutdownTimeout: 5 * time.Second,
 	}
+	defaultForwardConfig(&c)
+	return c
 }
 
 // defaultUDPSockets is one socket per CPU the process may use, where
@@ -133,5 +146,6 @@ func (c Config) Validate() error {
 	if len(c.ServerID) > 255 {
 		bad("server_id %q: longer than one TXT string (255 bytes)", c.ServerID)
 	}
+	errs = append(errs, c.validateForwarding()...)
 	return errors.Join(errs...)
 }

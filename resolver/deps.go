@@ -44,4 +44,7 @@ type Deps struct {
 	// Registry receives the server's metrics; nil keeps them private. Give
 	// each Server its own registry: registering twice fails.
 	Registry prometheus.Registerer
+	// Blobs keeps the forwarding cache across restarts (cachepersist.go);
+	// nil turns cache persistence off.
+	Blobs BlobStore
 }

@@ -17,8 +17,11 @@ import (
 // followed on the same connection by a known query. The server answers a
 // connection's queries in order, so every reply before the known query's
 // belongs to the fuzz input: there may be none or one, and it must parse,
-// be a response, and carry the input's ID. A panic anywhere fails the run
-// (the recover stage would answer SERVFAIL; miekg/dns itself has none).
+// be a response, and carry the input's ID. The input then goes as a UDP
+// datagram, followed by the known query, through the server's own UDP loop,
+// with the same checks on the replies read before the known query's. A
+// panic anywhere fails the run (the recover stage would answer SERVFAIL;
+// neither miekg/dns nor the UDP loop has one).
 //
 // Crashers found by `go test -fuzz=FuzzQuery` are kept in
 // testdata/fuzz/FuzzQuery and run as seeds by every `go test`.
@@ -87,24 +90,74 @@ func FuzzQuery(f *testing.F) {
 				}
 				t.Fatalf("server stopped answering: %v", err)
 			}
-			if len(replies) > 1 {
-				t.Fatalf("%d replies to one message", len(replies))
-			}
-			for _, b := range replies {
-				r := new(dns.Msg)
-				if err := r.Unpack(b); err != nil {
-					t.Fatalf("reply does not parse: %v\n% x", err, b)
-				}
-				if !r.Response {
-					t.Fatalf("reply without QR: %v", r)
-				}
-				if len(in) >= 2 && r.Id != binary.BigEndian.Uint16(in) {
-					t.Fatalf("reply ID %d, query ID %d", r.Id, binary.BigEndian.Uint16(in))
-				}
-			}
+			checkFuzzReplies(t, "tcp", in, replies)
+			break
+		}
+		// The same over UDP (a datagram of at most 65507 bytes), read by
+		// the server's own loop. A socket per input, so that a reply that
+		// comes after the sentinel's (two goroutines may share a server
+		// socket) can never be taken for the next input's.
+		if len(in) > 65507 {
 			return
 		}
+		uc, err := net.Dial("udp", srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer uc.Close()
+		replies, err := udpExchangeWithSentinel(uc, in, sentinelWire)
+		if err != nil {
+			t.Fatalf("server stopped answering over UDP: %v", err)
+		}
+		checkFuzzReplies(t, "udp", in, replies)
 	})
+}
+
+// checkFuzzReplies checks the replies to one fuzz input: at most one, which
+// parses, is a response and carries the input's ID.
+func checkFuzzReplies(t *testing.T, proto string, in []byte, replies [][]byte) {
+	t.Helper()
+	if len(replies) > 1 {
+		t.Fatalf("%d replies to one message over %s", len(replies), proto)
+	}
+	for _, b := range replies {
+		r := new(dns.Msg)
+		if err := r.Unpack(b); err != nil {
+			t.Fatalf("reply over %s does not parse: %v\n% x", proto, err, b)
+		}
+		if !r.Response {
+			t.Fatalf("reply over %s without QR: %v", proto, r)
+		}
+		if len(in) >= 2 && r.Id != binary.BigEndian.Uint16(in) {
+			t.Fatalf("reply over %s: ID %d, query ID %d", proto, r.Id, binary.BigEndian.Uint16(in))
+		}
+	}
+}
+
+// udpExchangeWithSentinel sends in and then the sentinel query as two
+// datagrams, and returns the replies read before the sentinel's.
+func udpExchangeWithSentinel(c net.Conn, in, sentinel []byte) ([][]byte, error) {
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write(in); err != nil {
+		return nil, err
+	}
+	if _, err := c.Write(sentinel); err != nil {
+		return nil, err
+	}
+	var replies [][]byte
+	buf := make([]byte, dns.MaxMsgSize)
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			return nil, err
+		}
+		b := append([]byte(nil), buf[:n]...)
+		r := new(dns.Msg)
+		if r.Unpack(b) == nil && r.Id == 0xfeed && len(r.Question) == 1 && r.Question[0].Name == "sentinel.example.test." {
+			return replies, nil
+		}
+		replies = append(replies, b)
+	}
 }
 
 // exchangeWithSentinel writes in and then the sentinel query, and returns

@@ -5,81 +5,85 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // errStopping ends a listener's read loop when the server closes.
 var errStopping = errors.New("dns server stopping")
 
-// inflight bounds the UDP queries of one socket being answered at once.
-// miekg/dns starts a goroutine per packet; the socket's reader takes a slot
-// before it reads and the query gives it back when done, so a flood backs up
-// in the kernel's socket buffer (and is dropped there) instead of growing
-// goroutines without bound.
+// slots bounds the UDP queries of one socket being answered at once. A
+// reader takes slots before it reads (as many as the datagrams it may read
+// at once, at least one) and gives back those it did not use; each query
+// gives its slot back when it is done. A flood therefore backs up in the
+// kernel's socket buffer (and is dropped there) instead of growing
+// goroutines and memory without bound.
 //
-// Only the socket's single read loop acquires; any query goroutine
-// releases. The common path is one atomic add each way; a full reader
-// sleeps on wake until a release makes room.
-type inflight struct {
-	max  int64
-	n    atomic.Int64  // slots taken, plus one while the reader waits
-	wake chan struct{} // capacity 1: a release signals a waiting reader
-	stop <-chan struct{}
-	full prometheus.Counter
+// Usually one goroutine per socket acquires and the same goroutine
+// releases, so the common path is one compare-and-swap per batch and one
+// atomic add per query; a reader that finds no free slot sleeps until a
+// release makes room.
+type slots struct {
+	max     int64
+	free    atomic.Int64
+	waiting atomic.Int32  // readers sleeping in acquire
+	wake    chan struct{} // capacity 1: a release signals a sleeping reader
+	stop    <-chan struct{}
+	full    prometheus.Counter
 }
 
-func newInflight(max int, stop <-chan struct{}, full prometheus.Counter) *inflight {
-	return &inflight{max: int64(max), wake: make(chan struct{}, 1), stop: stop, full: full}
+func newSlots(max int, stop <-chan struct{}, full prometheus.Counter) *slots {
+	l := &slots{max: int64(max), wake: make(chan struct{}, 1), stop: stop, full: full}
+	l.free.Store(int64(max))
+	return l
 }
 
-func (l *inflight) acquire() error {
-	if l.n.Add(1) <= l.max {
-		return nil
-	}
-	l.full.Inc()
+// acquire takes between 1 and want free slots, waiting while there are
+// none, and returns how many it took. It fails only when the server stops.
+func (l *slots) acquire(want int) (int, error) {
+	counted := false
 	for {
+		if f := l.free.Load(); f > 0 {
+			n := min(f, int64(want))
+			if !l.free.CompareAndSwap(f, f-n) {
+				continue
+			}
+			if f > n && l.waiting.Load() > 0 {
+				l.signal() // slots are left for another sleeping reader
+			}
+			return int(n), nil
+		}
+		if !counted {
+			l.full.Inc()
+			counted = true
+		}
+		l.waiting.Add(1)
+		if l.free.Load() > 0 { // a release came before we registered
+			l.waiting.Add(-1)
+			continue
+		}
 		select {
 		case <-l.wake:
-			if l.n.Load() <= l.max {
-				return nil
-			}
+			l.waiting.Add(-1)
 		case <-l.stop:
-			l.n.Add(-1)
-			return errStopping
+			l.waiting.Add(-1)
+			return 0, errStopping
 		}
 	}
 }
 
-func (l *inflight) release() {
-	if l.n.Add(-1) >= l.max {
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
+// release gives n slots back.
+func (l *slots) release(n int) {
+	if l.free.Add(int64(n)) == int64(n) && l.waiting.Load() > 0 {
+		l.signal()
 	}
 }
 
-// limitedReader takes an inflight slot for every packet it reads. Each read
-// packet gives the slot back exactly once, on one of the paths miekg/dns
-// takes: the handler finishing, the accept function ignoring it, or the
-// invalid-message hook (a short or unparsable packet).
-type limitedReader struct {
-	dns.Reader
-	lim *inflight
-}
-
-func (r limitedReader) ReadUDP(conn *net.UDPConn, timeout time.Duration) ([]byte, *dns.SessionUDP, error) {
-	if err := r.lim.acquire(); err != nil {
-		return nil, nil, err
+func (l *slots) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
 	}
-	m, s, err := r.Reader.ReadUDP(conn, timeout)
-	if err != nil {
-		r.lim.release()
-	}
-	return m, s, err
 }
 
 // limitListener bounds open TCP connections: Accept waits for a free slot,

@@ -23,7 +23,8 @@ type Server struct {
 	deps     Deps
 	log      *slog.Logger
 	metrics  *metrics
-	handler  Handler // the compiled chain
+	handler  Handler     // the compiled chain
+	memo     *answerMemo // the authority stage's remembered lookups
 	hostname string
 	panics   panicLog
 
@@ -31,12 +32,13 @@ type Server struct {
 	cancel context.CancelFunc
 	stop   chan struct{} // closed by Close: unblocks listeners waiting for a slot
 
-	mu      sync.Mutex // guards the fields below
-	state   int        // stateNew, stateStarted, stateClosed
-	servers []*dns.Server
+	mu      sync.Mutex    // guards the fields below
+	state   int           // stateNew, stateStarted, stateClosed
+	servers []*dns.Server // miekg/dns servers: TCP, and UDP where udpState has none
+	udpSt   udpState      // this platform's UDP serving state
 	udp     []net.Addr
 	tcp     net.Addr
-	wg      sync.WaitGroup // one per listener goroutine
+	wg      sync.WaitGroup // every goroutine the server starts
 	errs    []error        // listener errors, reported by Close
 }
 
@@ -70,6 +72,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{cfg: cfg, deps: deps, log: log.With("component", "dns"), metrics: m,
 		hostname: host, stop: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.memo = newAnswerMemo()
 	s.handler = s.chain()
 	return s, nil
 }
@@ -93,20 +96,16 @@ func (s *Server) Start() error {
 	failed := make(chan error, len(udp)+1)
 	notify := func() { started <- struct{}{} }
 	for _, pc := range udp {
-		lim := newInflight(s.cfg.UDPMaxInflight, s.stop, s.metrics.overload.WithLabelValues("udp"))
-		srv := &dns.Server{
-			PacketConn:        pc,
-			Handler:           dnsHandler{s: s, lim: lim},
-			UDPSize:           dns.MaxMsgSize,
-			ReadTimeout:       s.cfg.ReadTimeout,
-			WriteTimeout:      s.cfg.WriteTimeout,
-			MsgAcceptFunc:     func(h dns.Header) dns.MsgAcceptAction { return accept(h, lim) },
-			MsgInvalidFunc:    func([]byte, error) { s.metrics.malformed.WithLabelValues("udp").Inc(); lim.release() },
-			DecorateReader:    func(r dns.Reader) dns.Reader { return limitedReader{Reader: r, lim: lim} },
-			NotifyStartedFunc: notify,
-		}
 		s.udp = append(s.udp, pc.LocalAddr())
-		s.serve(srv, failed)
+	}
+	waits, err := s.startUDP(udp, notify, failed)
+	if err != nil {
+		tcp.Close()
+		s.state = stateStarted
+		s.mu.Unlock()
+		s.Close()
+		s.mu.Lock()
+		return fmt.Errorf("dns server start: %w", err)
 	}
 	idle := s.cfg.TCPIdleTimeout
 	srv := &dns.Server{
@@ -124,7 +123,7 @@ func (s *Server) Start() error {
 	s.tcp = tcp.Addr()
 	s.serve(srv, failed)
 	s.state = stateStarted
-	for range len(s.servers) {
+	for range waits + 1 {
 		select {
 		case <-started:
 		case err := <-failed:
@@ -201,12 +200,16 @@ func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	var errs []error
+	if err := s.stopUDP(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	for _, srv := range servers {
 		if err := srv.ShutdownContext(ctx); err != nil && !isNotStarted(err) {
 			errs = append(errs, err)
 		}
 	}
 	s.wg.Wait()
+	s.closeUDP()
 	s.mu.Lock()
 	errs = append(errs, s.errs...)
 	s.mu.Unlock()
@@ -224,10 +227,10 @@ func isNotStarted(err error) bool { return err != nil && err.Error() == "dns: se
 // are dropped without a reply (they could only be reflection); everything
 // else is parsed and goes to the chain, whose ingress stage answers FORMERR
 // or NOTIMP, so that every reply is counted in one place.
-func accept(h dns.Header, lim *inflight) dns.MsgAcceptAction {
+func accept(h dns.Header, lim *slots) dns.MsgAcceptAction {
 	if h.Bits&(1<<15) != 0 { // QR
 		if lim != nil {
-			lim.release()
+			lim.release(1)
 		}
 		return dns.MsgIgnore
 	}
@@ -236,23 +239,26 @@ func accept(h dns.Header, lim *inflight) dns.MsgAcceptAction {
 
 // dnsHandler adapts the chain to miekg/dns: it wraps the writer, runs the
 // chain, and writes the error reply for the rcodes that mean "nothing
-// written". For UDP it gives the socket's in-flight slot back.
+// written". Where miekg/dns serves UDP it gives the socket's in-flight slot
+// back.
 type dnsHandler struct {
 	s   *Server
 	tcp bool
-	lim *inflight // nil for TCP
+	lim *slots // nil for TCP
 }
 
 func (h dnsHandler) ServeDNS(w dns.ResponseWriter, r *dns.Msg) {
 	if h.lim != nil {
-		defer h.lim.release()
+		defer h.lim.release(1)
 	}
-	h.s.serveMsg(w, r, h.tcp)
+	rw := new(responseWriter)
+	rw.init(w, r, h.tcp, familyOf(w.RemoteAddr()), h.s.cfg.EDNSUDPSize)
+	h.s.serveMsg(rw, r)
 }
 
-// serveMsg runs one parsed query through the chain.
-func (s *Server) serveMsg(w dns.ResponseWriter, r *dns.Msg, tcp bool) {
-	rw := newResponseWriter(w, r, tcp, s.cfg.EDNSUDPSize)
+// serveMsg runs one parsed query through the chain; rw wraps the
+// transport's writer for r.
+func (s *Server) serveMsg(rw *responseWriter, r *dns.Msg) {
 	rcode, err := s.handler.ServeDNS(s.ctx, rw, r)
 	if !rw.written {
 		if clientWrote(rcode) {
@@ -265,7 +271,7 @@ func (s *Server) serveMsg(w dns.ResponseWriter, r *dns.Msg, tcp bool) {
 		}
 	}
 	if err != nil && s.log.Enabled(s.ctx, slog.LevelDebug) {
-		args := []any{"error", err, "peer", w.RemoteAddr().String()}
+		args := []any{"error", err, "peer", rw.RemoteAddr().String()}
 		if len(r.Question) > 0 {
 			args = append(args, "qname", r.Question[0].Name, "qtype", dns.Type(r.Question[0].Qtype).String())
 		}

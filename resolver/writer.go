@@ -27,39 +27,44 @@ type responseWriter struct {
 	written bool
 	rcode   int
 	size    int
+	opt     dns.OPT // the reply's OPT record, kept here to save an allocation
 }
 
-func newResponseWriter(w dns.ResponseWriter, r *dns.Msg, tcp bool, ourSize int) *responseWriter {
-	rw := &responseWriter{ResponseWriter: w, tcp: tcp, family: 1, ourSize: uint16(ourSize), rcode: -1}
-	if ip := addrIP(w.RemoteAddr()); ip != nil && ip.To4() == nil {
-		rw.family = 2
-	}
+// init prepares w for the reply to r, written through tw, the transport's
+// writer. family is 1 for IPv4 clients and 2 for IPv6.
+func (w *responseWriter) init(tw dns.ResponseWriter, r *dns.Msg, tcp bool, family, ourSize int) {
+	*w = responseWriter{ResponseWriter: tw, tcp: tcp, family: family, ourSize: uint16(ourSize), rcode: -1}
 	opt := r.IsEdns0()
 	if opt != nil {
-		rw.edns, rw.do = true, opt.Do()
+		w.edns, w.do = true, opt.Do()
 	}
 	switch {
 	case tcp:
-		rw.limit = dns.MaxMsgSize
+		w.limit = dns.MaxMsgSize
 	case opt == nil:
-		rw.limit = dns.MinMsgSize
+		w.limit = dns.MinMsgSize
 	default:
 		// RFC 6891 §6.2.5: below 512 means 512; never more than we
 		// advertise.
-		rw.limit = max(int(opt.UDPSize()), dns.MinMsgSize)
-		rw.limit = min(rw.limit, ourSize)
+		w.limit = max(int(opt.UDPSize()), dns.MinMsgSize)
+		w.limit = min(w.limit, ourSize)
 	}
-	return rw
 }
 
-func addrIP(a net.Addr) net.IP {
+// familyOf is CoreDNS's family label of a client address: 2 for IPv6, 1
+// otherwise (IPv4, including IPv4-mapped IPv6 addresses).
+func familyOf(a net.Addr) int {
+	var ip net.IP
 	switch a := a.(type) {
 	case *net.UDPAddr:
-		return a.IP
+		ip = a.IP
 	case *net.TCPAddr:
-		return a.IP
+		ip = a.IP
 	}
-	return nil
+	if ip != nil && ip.To4() == nil {
+		return 2
+	}
+	return 1
 }
 
 // packBufs holds reply buffers large enough for any DNS message.
@@ -68,24 +73,34 @@ var packBufs = sync.Pool{New: func() any { b := make([]byte, dns.MaxMsgSize+1); 
 // WriteMsg writes m after putting the OPT record in order and fitting m to
 // the transport: it modifies m's header, its Extra slice and, when
 // truncating, its sections (never the records in them).
+//
+// A reply of at most compressMin bytes uncompressed is sent uncompressed:
+// compression is optional for a sender (RFC 1035 §4.1.4) and, for a reply
+// that small, costs more CPU time than the bytes it saves are worth. It
+// cannot change truncation: every size limit is at least 512 bytes. Larger
+// replies are compressed, then cut to the limit if they still exceed it.
 func (w *responseWriter) WriteMsg(m *dns.Msg) error {
 	if w.written {
 		return errWritten
 	}
 	w.written = true
-	setOPT(m, w.edns, w.ourSize, w.do)
-	m.Compress = true
+	w.setOPT(m)
 	bp := packBufs.Get().(*[]byte)
 	defer packBufs.Put(bp)
+	m.Compress = false
 	out, err := m.PackBuffer(*bp)
-	if err == nil && len(out) > w.limit {
-		truncate(m, w.limit)
+	if err == nil && len(out) > compressMin {
+		m.Compress = true
 		out, err = m.PackBuffer(*bp)
+		if err == nil && len(out) > w.limit {
+			truncate(m, w.limit)
+			out, err = m.PackBuffer(*bp)
+		}
 	}
 	if err != nil {
 		// A record that cannot be packed is a server fault.
 		fail := errorReply(m, dns.RcodeServerFailure)
-		setOPT(fail, w.edns, w.ourSize, w.do)
+		w.setOPT(fail)
 		if out, err = fail.PackBuffer(*bp); err != nil {
 			return err
 		}
@@ -95,6 +110,10 @@ func (w *responseWriter) WriteMsg(m *dns.Msg) error {
 	_, err = w.ResponseWriter.Write(out)
 	return err
 }
+
+// compressMin is the largest reply sent uncompressed: the smallest size
+// limit there is (a UDP reply without EDNS).
+const compressMin = dns.MinMsgSize
 
 // Write sends an already packed reply as it is; the caller has fitted it.
 func (w *responseWriter) Write(b []byte) (int, error) {
@@ -113,26 +132,31 @@ func (w *responseWriter) Write(b []byte) (int, error) {
 // our payload size, the query's DO bit, no options: unknown options are not
 // echoed), and none otherwise. An extended rcode without EDNS becomes
 // SERVFAIL, which needs none.
-func setOPT(m *dns.Msg, edns bool, size uint16, do bool) {
-	extra := m.Extra[:0:0]
-	for _, rr := range m.Extra {
-		if rr.Header().Rrtype != dns.TypeOPT {
-			extra = append(extra, rr)
+func (w *responseWriter) setOPT(m *dns.Msg) {
+	for i, rr := range m.Extra {
+		if rr.Header().Rrtype == dns.TypeOPT {
+			extra := append([]dns.RR(nil), m.Extra[:i]...)
+			for _, rr := range m.Extra[i+1:] {
+				if rr.Header().Rrtype != dns.TypeOPT {
+					extra = append(extra, rr)
+				}
+			}
+			m.Extra = extra
+			break
 		}
 	}
-	if len(extra) != len(m.Extra) {
-		m.Extra = extra
-	}
-	if !edns {
+	if !w.edns {
 		if m.Rcode > 0xF {
 			m.Rcode = dns.RcodeServerFailure
 		}
 		return
 	}
-	opt := &dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
-	opt.SetUDPSize(size)
-	if do {
-		opt.SetDo()
+	// One OPT per writer: the error reply that replaces a reply that did
+	// not pack reuses it, and m never reaches the client with another.
+	w.opt = dns.OPT{Hdr: dns.RR_Header{Name: ".", Rrtype: dns.TypeOPT}}
+	w.opt.SetUDPSize(w.ourSize)
+	if w.do {
+		w.opt.SetDo()
 	}
-	m.Extra = append(m.Extra, opt)
+	m.Extra = append(m.Extra, &w.opt)
 }

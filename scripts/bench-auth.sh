@@ -9,7 +9,8 @@
 # is stopped on exit.
 #
 # Environment: DURATION (10), REPS (3), CLIENTS (dnsperf -c, 8),
-# THREADS (dnsperf -T, 1), OUTSTANDING (dnsperf -q, 200).
+# THREADS (dnsperf -T, 1), OUTSTANDING (dnsperf -q, 200), UDP_SOCKETS
+# (kudurru's udp_sockets; default one per CPU).
 set -euo pipefail
 
 DURATION=${DURATION:-10}
@@ -37,7 +38,7 @@ trap cleanup EXIT
 echo "building the resolver test binary..."
 "$GO" test -c -o "$work/resolver.test" ./resolver
 
-KUDURRU_BENCH_DIR="$work" "$work/resolver.test" -test.run '^TestServeForBench$' -test.timeout 0 \
+KUDURRU_BENCH_UDP_SOCKETS="${UDP_SOCKETS:-}" KUDURRU_BENCH_DIR="$work" "$work/resolver.test" -test.run '^TestServeForBench$' -test.timeout 0 \
 	>"$work/kudurru.log" 2>&1 &
 kpid=$!
 for _ in $(seq 300); do
@@ -133,3 +134,4 @@ printf "%-8s %12s %18s\n" server "median qps" "median µs CPU/q"
 printf "%-8s %12.0f %18s\n" nsd "$nq" "$nc"
 printf "%-8s %12.0f %18s\n" kudurru "$kq" "$kc"
 awk -v k="$kq" -v n="$nq" 'BEGIN { printf "ratio kudurru/nsd qps: %.2f\n", k / n }'
+awk -v k="$kc" -v n="$nc" 'BEGIN { printf "ratio kudurru/nsd CPU per query: %.2f\n", k / n }'

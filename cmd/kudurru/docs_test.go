@@ -42,7 +42,9 @@ func TestConfigDocumented(t *testing.T) {
 			continue
 		}
 		text := strings.Join(row, "|")
-		env := "KUDURRU_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+		// KUDURRU_<SECTION>_<KEY>, "__" for each level deeper (load.go).
+		section, rest, _ := strings.Cut(key, ".")
+		env := "KUDURRU_" + strings.ToUpper(section+"_"+strings.ReplaceAll(rest, ".", "__"))
 		if !strings.Contains(text, "`"+env+"`") {
 			t.Errorf("%s: row lacks the variable %s", key, env)
 		}

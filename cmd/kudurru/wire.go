@@ -57,13 +57,18 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, ready func(start
 	if err != nil {
 		return errors.Join(fmt.Errorf("start api: %w", err), apiLn.Close(), node.Close())
 	}
-	// 3. DNS, answering from the node's View.
-	dns, err := resolver.New(cfg.DNS, resolver.Deps{Zones: node, Status: dnsStatus{node}, Logger: log, Registry: reg})
-	if err == nil {
-		err = dns.Start()
-	}
+	// 3. DNS, answering from the node's View. With forwarding configured,
+	// New restores the cache dump from local.db before anything listens,
+	// and Close writes the last one while the node is still open.
+	dns, err := resolver.New(cfg.DNS, resolver.Deps{Zones: node, Status: dnsStatus{node}, Logger: log, Registry: reg,
+		Blobs: node})
 	if err != nil {
 		return errors.Join(fmt.Errorf("start dns: %w", err), api.Close(), node.Close())
+	}
+	if err := dns.Start(); err != nil {
+		// Close stops what New started (forwarding health checks) and
+		// writes the cache dump back while the node is open.
+		return errors.Join(fmt.Errorf("start dns: %w", err), dns.Close(), api.Close(), node.Close())
 	}
 
 	// 4. Join, in the background: JoinCluster retries until a member
@@ -98,6 +103,8 @@ func runNode(ctx context.Context, cfg Config, log *slog.Logger, ready func(start
 
 	// Shut down in the reverse order of start:
 	//  1. DNS first, so no query is answered from a node that is going away.
+	//     It writes its last cache dump to local.db, so the node must still
+	//     be open.
 	//  2. The API next: no new writes are accepted, and those in flight
 	//     finish (bounded by api.shutdown_timeout) while Raft still runs.
 	//     Other nodes forwarding here get "connection refused", a definite

@@ -46,10 +46,15 @@ type Config struct {
 	// percent, below which a popular entry is signalled for prefetch.
 	PrefetchPercent int `koanf:"prefetch_percent"`
 
-	// DumpMaxAge is the oldest dump Load accepts.
-	DumpMaxAge time.Duration `koanf:"dump_max_age"`
-	// DumpGzip compresses the body of dumps written by Dump.
-	DumpGzip bool `koanf:"dump_gzip"`
+	// PersistInterval is how often the cache's owner (the query chain)
+	// writes a dump to the node's local storage; it also dumps once at
+	// shutdown and restores the dump at start. 0 turns persistence off. The
+	// cache itself only checks the value.
+	PersistInterval time.Duration `koanf:"persist_interval"`
+	// PersistMaxAge is the oldest dump Load accepts.
+	PersistMaxAge time.Duration `koanf:"persist_max_age"`
+	// PersistGzip compresses the body of dumps written by Dump.
+	PersistGzip bool `koanf:"persist_gzip"`
 }
 
 // DefaultConfig returns the defaults documented in docs/FORWARDING.md.
@@ -66,8 +71,9 @@ func DefaultConfig() Config {
 		StaleRefresh:    30 * time.Second,
 		PrefetchHits:    3,
 		PrefetchPercent: 10,
-		DumpMaxAge:      24 * time.Hour,
-		DumpGzip:        true,
+		PersistInterval: 5 * time.Minute,
+		PersistMaxAge:   24 * time.Hour,
+		PersistGzip:     true,
 	}
 }
 
@@ -107,8 +113,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("cache config: stale_refresh %s must be between 1s and stale_window %s", c.StaleRefresh, c.StaleWindow)
 	case c.PrefetchHits > 0 && (c.PrefetchPercent < 1 || c.PrefetchPercent > 99):
 		return fmt.Errorf("cache config: prefetch_percent %d must be between 1 and 99", c.PrefetchPercent)
-	case c.DumpMaxAge <= 0:
-		return fmt.Errorf("cache config: dump_max_age %s must be positive", c.DumpMaxAge)
+	case c.PersistInterval != 0 && (c.PersistInterval < time.Second || c.PersistInterval > maxTTL):
+		return fmt.Errorf("cache config: persist_interval %s must be 0 (off) or between 1s and %s", c.PersistInterval, maxTTL)
+	case c.PersistMaxAge <= 0:
+		return fmt.Errorf("cache config: persist_max_age %s must be positive", c.PersistMaxAge)
 	}
 	return nil
 }

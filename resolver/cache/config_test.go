@@ -27,7 +27,8 @@ func TestConfigValidate(t *testing.T) {
 		{"stale answer ttl zero", func(c *Config) { c.StaleAnswerTTL = 0 }, "stale_answer_ttl 0s"},
 		{"stale refresh beyond window", func(c *Config) { c.StaleWindow = time.Minute; c.StaleRefresh = time.Hour }, "stale_refresh 1h0m0s"},
 		{"prefetch percent", func(c *Config) { c.PrefetchPercent = 100 }, "prefetch_percent 100"},
-		{"dump max age", func(c *Config) { c.DumpMaxAge = 0 }, "dump_max_age 0s"},
+		{"persist max age", func(c *Config) { c.PersistMaxAge = 0 }, "persist_max_age 0s"},
+		{"persist interval", func(c *Config) { c.PersistInterval = time.Millisecond }, "persist_interval 1ms"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -57,7 +57,7 @@ var (
 	ErrVersion = errors.New("unsupported cache dump version")
 	// ErrCorrupt means the dump is damaged: checksum, length or content.
 	ErrCorrupt = errors.New("cache dump is damaged")
-	// ErrTooOld means the dump was written longer than DumpMaxAge ago.
+	// ErrTooOld means the dump was written longer than PersistMaxAge ago.
 	ErrTooOld = errors.New("cache dump is too old")
 )
 
@@ -89,7 +89,7 @@ func (c *Cache) Dump(w io.Writer) error {
 	}
 
 	var flags uint16
-	if c.cfg.DumpGzip {
+	if c.cfg.PersistGzip {
 		flags |= dumpFlagGzip
 	}
 	hdr := make([]byte, 0, dumpHeaderLen)
@@ -106,7 +106,7 @@ func (c *Cache) Dump(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var body io.Writer = bw
 	var zw *gzip.Writer
-	if c.cfg.DumpGzip {
+	if c.cfg.PersistGzip {
 		zw, _ = gzip.NewWriterLevel(bw, gzip.BestSpeed) // level is valid
 		body = zw
 	}
@@ -142,7 +142,7 @@ func (c *Cache) Dump(w io.Writer) error {
 // Load reads a blob written by Dump and stores its entries, skipping those
 // that expired before now. It refuses, with an error wrapping ErrFormat,
 // ErrVersion, ErrCorrupt or ErrTooOld, a blob of another format, a newer
-// version, a damaged one or one older than DumpMaxAge; on any error the cache
+// version, a damaged one or one older than PersistMaxAge; on any error the cache
 // is left unchanged. Entries already present and newer than the dumped ones
 // are kept.
 func (c *Cache) Load(r io.Reader, now time.Time) (Stats, error) {
@@ -196,9 +196,9 @@ func (c *Cache) decode(r io.Reader, now time.Time) ([]*entry, Stats, error) {
 	}
 	st.WrittenAt = time.Unix(0, int64(binary.BigEndian.Uint64(hdr[16:])))
 	switch age := now.Sub(st.WrittenAt); {
-	case age > c.cfg.DumpMaxAge:
+	case age > c.cfg.PersistMaxAge:
 		return nil, st, fmt.Errorf("%w: written %s ago at %s, max age %s",
-			ErrTooOld, age.Round(time.Second), st.WrittenAt.UTC().Format(time.RFC3339), c.cfg.DumpMaxAge)
+			ErrTooOld, age.Round(time.Second), st.WrittenAt.UTC().Format(time.RFC3339), c.cfg.PersistMaxAge)
 	case age < -futureSlack:
 		return nil, st, fmt.Errorf("%w: written at %s, in the future", ErrCorrupt, st.WrittenAt.UTC().Format(time.RFC3339))
 	}

@@ -18,7 +18,7 @@ import (
 // entry, plus a SERVFAIL that Dump must leave out.
 func warmCache(t testing.TB, clk *fakeClock, gz bool) *Cache {
 	t.Helper()
-	c, _ := newTestCache(t, clk, func(cfg *Config) { cfg.DumpGzip = gz })
+	c, _ := newTestCache(t, clk, func(cfg *Config) { cfg.PersistGzip = gz })
 	set := func(req *dns.Msg, rcode int, answer, ns []string) {
 		if !c.Set(req, reply(t, req, rcode, answer, ns, nil)) {
 			t.Fatalf("Set %s refused", req.Question[0].Name)
@@ -195,7 +195,7 @@ func TestLoadRefuses(t *testing.T) {
 		})
 	}
 	t.Run("max age is configurable", func(t *testing.T) {
-		dst, _ := newTestCache(t, clk, func(cfg *Config) { cfg.DumpMaxAge = time.Hour })
+		dst, _ := newTestCache(t, clk, func(cfg *Config) { cfg.PersistMaxAge = time.Hour })
 		if _, err := dst.Load(bytes.NewReader(gzBlob), clk.Now().Add(61*time.Minute)); !errors.Is(err, ErrTooOld) {
 			t.Errorf("Load of a 61-minute-old dump with max age 1h = %v, want ErrTooOld", err)
 		}
@@ -234,7 +234,7 @@ func TestDumpWriteError(t *testing.T) {
 
 func TestLoadBoundsBody(t *testing.T) {
 	clk := newClock()
-	src, _ := newTestCache(t, clk, func(cfg *Config) { cfg.MaxBytes = 64 << 20; cfg.DumpGzip = false })
+	src, _ := newTestCache(t, clk, func(cfg *Config) { cfg.MaxBytes = 64 << 20; cfg.PersistGzip = false })
 	for i := range 3000 {
 		name := fmt.Sprintf("n%04d.example.", i)
 		req := question(name, dns.TypeTXT, false, false)

@@ -27,15 +27,29 @@ type found struct {
 // cut on the way down wins, except that a DS question at the cut itself is
 // answered from this, the parent, side.
 func find(z *zone.Zone, name string, key []byte, qtype uint16) found {
+	apex := apexKeyLen(z)
 	var cut, last *zone.Node
-	z.Ancestors(key, func(n *zone.Node) bool {
-		if n.Name != z.Origin && n.RRset(dns.TypeNS) != nil {
+	if len(key) == apex {
+		// The apex itself: never a cut (its NS set is the zone's own).
+		last = z.GetKey(key)
+	}
+	// Every existing name from just below the apex down to name. The apex
+	// is not looked up: it is no cut, and as the closest encloser its
+	// length is all the walk below needs.
+	for i := apex + 1; i <= len(key); i++ {
+		if key[i-1] != 0 {
+			continue // key[:i] must end a label (0x00 never appears escaped)
+		}
+		n := z.GetKey(key[:i])
+		if n == nil {
+			continue
+		}
+		if n.RRset(dns.TypeNS) != nil {
 			cut = n
-			return false
+			break
 		}
 		last = n
-		return true
-	})
+	}
 	if cut != nil {
 		if qtype == dns.TypeDS && len(cut.Key()) == len(key) {
 			return found{kind: kindExact, node: cut}
@@ -54,7 +68,6 @@ func find(z *zone.Zone, name string, key []byte, qtype uint16) found {
 	// or as an empty non-terminal (RFC 4592 §3.3.1). Everything between it
 	// and the deepest node must be an empty non-terminal to count, and the
 	// name's own branch is empty, so any descendant proves existence.
-	apex := len(z.Apex().Key())
 	ce := key
 	for {
 		ce = parentKey(ce)
@@ -71,6 +84,13 @@ func find(z *zone.Zone, name string, key []byte, qtype uint16) found {
 		return found{kind: kindEmpty}
 	}
 	return found{kind: kindNX}
+}
+
+// apexKeyLen is the length of the tree key of z's apex, computed from its
+// origin rather than looked up in the tree.
+func apexKeyLen(z *zone.Zone) int {
+	var buf [128]byte
+	return len(zone.AppendKey(buf[:0], z.Origin))
 }
 
 // parentKey returns the key of the parent of the name with key k: k without

@@ -87,6 +87,7 @@ type Options struct {
 	Status   resolver.Status
 	Registry prometheus.Registerer
 	Logger   *slog.Logger // default: the test's log at Info level
+	Blobs    resolver.BlobStore
 }
 
 // Start starts a server for zones on 127.0.0.1 with a kernel-chosen port
@@ -104,7 +105,8 @@ func Start(t testing.TB, zones resolver.Zones, o Options) *resolver.Server {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	s, err := resolver.New(cfg, resolver.Deps{Zones: zones, Status: o.Status, Registry: o.Registry, Logger: log})
+	s, err := resolver.New(cfg, resolver.Deps{Zones: zones, Status: o.Status, Registry: o.Registry, Logger: log,
+		Blobs: o.Blobs})
 	if err != nil {
 		t.Fatalf("resolver.New: %v", err)
 	}

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -32,8 +31,10 @@ type Config struct {
 	// Forward maps a zone to the upstream addresses (see ParseAddr) that
 	// serve names in it; the longest matching zone wins and "." is the
 	// default. An empty map forwards nothing (Exchange returns
-	// ErrNoUpstream).
-	Forward map[string][]string `koanf:"forward"`
+	// ErrNoUpstream). It is not a configuration key of its own: zone names
+	// hold dots, which koanf reads as key separators, so kudurru's
+	// configuration spells it as the list dns.forward and fills this map.
+	Forward map[string][]string `koanf:"-"`
 	// Policy orders the upstreams of a zone.
 	Policy Policy `koanf:"policy"`
 
@@ -161,8 +162,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("upstream config: doh_method %q is not POST or GET", c.DoHMethod)
 	}
 	if c.CAFile != "" {
-		if _, err := os.Stat(c.CAFile); err != nil {
-			return fmt.Errorf("upstream config: ca_file %q: %w", c.CAFile, err)
+		// Read it now, so that a bad file stops the start with the key
+		// named rather than failing New.
+		if _, err := baseTLS(c.CAFile); err != nil {
+			return fmt.Errorf("upstream config: %w", err)
 		}
 	}
 	return nil

@@ -20,7 +20,7 @@ func baseTLS(caFile string) (*tls.Config, error) {
 	}
 	pem, err := os.ReadFile(caFile)
 	if err != nil {
-		return nil, fmt.Errorf("ca_file: %w", err)
+		return nil, fmt.Errorf("ca_file %q: %w", caFile, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {

@@ -1,0 +1,116 @@
+package resolver
+
+import (
+	"hash/maphash"
+	"slices"
+	"sync/atomic"
+
+	"github.com/kudurru/kudurru/fsm/zone"
+	"github.com/kudurru/kudurru/resolver/lookup"
+	"github.com/miekg/dns"
+)
+
+// answerMemo remembers lookup results for the current View. lookup.Lookup
+// is a pure function of an immutable View and a question, so a result found
+// once holds for every later query of that question on that View: a hit
+// replaces the walk down the zone's tree, which under load is mostly cache
+// misses (about a microsecond per name looked up), with one hash and one or
+// two comparisons. See DESIGN.md, "Remembered answers".
+//
+// The table has a fixed size; a question may sit in one of two slots (two
+// hashes). A miss fills an empty or outdated one of them, else overwrites
+// one, so memory stays fixed and a flood of distinct names costs only the
+// entries it writes. Entries carry the generation of the View they were
+// found in; a new View starts a new generation, so every older entry
+// misses (and keeps its records alive until it is overwritten). The name is
+// compared as sent, because lookup spells owner names as the query did: a
+// client that varies letter case gets entries of its own.
+//
+// A Result taken from the table is shared by every query that hits it: its
+// slices are clipped (len == cap) so that an append copies, and the records
+// in them are zone data, which nobody modifies. Safe for concurrent use.
+type answerMemo struct {
+	cur   atomic.Pointer[answerGen]
+	seed  maphash.Seed
+	slots [answerSlots]atomic.Pointer[answerEntry]
+}
+
+// answerSlots is the size of the table: 64 Ki entries, 512 KiB of
+// pointers. With two slots per question, half as many hot questions as
+// slots rarely evict each other.
+const answerSlots = 1 << 16
+
+// answerGen is the View being remembered and its generation number.
+type answerGen struct {
+	view *zone.View
+	gen  uint64
+}
+
+type answerEntry struct {
+	gen   uint64
+	qtype uint16
+	name  string
+	res   lookup.Result
+}
+
+func newAnswerMemo() *answerMemo { return &answerMemo{seed: maphash.MakeSeed()} }
+
+// lookup returns lookup.Lookup(v, q) (class IN), from the table when it
+// can. The Result must not be modified: its slices may be shared.
+func (a *answerMemo) lookup(v *zone.View, q dns.Question) lookup.Result {
+	gen := a.generation(v)
+	h := maphash.String(a.seed, q.Name) ^ uint64(q.Qtype)*0x9e3779b97f4a7c15
+	s1, s2 := &a.slots[h&(answerSlots-1)], &a.slots[(h>>32)&(answerSlots-1)]
+	e1 := s1.Load()
+	if e1.is(gen, q) {
+		return e1.res
+	}
+	e2 := s2.Load()
+	if e2.is(gen, q) {
+		return e2.res
+	}
+	res := lookup.Lookup(v, q)
+	if res.Outcome == lookup.NotAuthoritative {
+		// Cheap to find again (no tree is walked), and names outside
+		// the zones — forwarded ones — would only churn the table.
+		return res
+	}
+	res.Answer, res.Ns, res.Extra = slices.Clip(res.Answer), slices.Clip(res.Ns), slices.Clip(res.Extra)
+	e := &answerEntry{gen: gen, qtype: q.Qtype, name: q.Name, res: res}
+	switch {
+	case e1 == nil || e1.gen != gen:
+		s1.Store(e)
+	case e2 == nil || e2.gen != gen:
+		s2.Store(e)
+	case h&(1<<20) == 0: // both taken: evict one, chosen by a hash bit
+		s1.Store(e)
+	default:
+		s2.Store(e)
+	}
+	return res
+}
+
+func (e *answerEntry) is(gen uint64, q dns.Question) bool {
+	return e != nil && e.gen == gen && e.qtype == q.Qtype && e.name == q.Name
+}
+
+// generation returns the generation of v, starting a new one when v is not
+// the View of the current generation. A generation belongs to one View, so
+// an entry is only ever found by queries on the View it was looked up in.
+// Around a change, queries still on the old View may take the table back to
+// it for a moment; that costs misses, never a wrong answer.
+func (a *answerMemo) generation(v *zone.View) uint64 {
+	for {
+		c := a.cur.Load()
+		if c != nil && c.view == v {
+			return c.gen
+		}
+		n := &answerGen{view: v, gen: 1}
+		if c != nil {
+			n.gen = c.gen + 1
+		}
+		if a.cur.CompareAndSwap(c, n) {
+			return n.gen
+		}
+	}
+}
