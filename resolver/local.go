@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/kudurru/kudurru/fsm/zone"
 	"github.com/miekg/dns"
 )
 
@@ -15,7 +16,7 @@ func (s *Server) localStage(next Handler) Handler {
 		if q.Qclass == dns.ClassCHAOS {
 			return s.chaos(w, r)
 		}
-		if equalFoldASCII(q.Name, HealthName) {
+		if zone.EqualNames(q.Name, HealthName) {
 			return s.health(w, r)
 		}
 		return next.ServeDNS(ctx, w, r)
@@ -31,9 +32,9 @@ func (s *Server) chaos(w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	q := r.Question[0]
 	var txt string
 	switch {
-	case equalFoldASCII(q.Name, "version.bind."), equalFoldASCII(q.Name, "version.server."):
+	case zone.EqualNames(q.Name, "version.bind."), zone.EqualNames(q.Name, "version.server."):
 		txt = s.cfg.Version
-	case equalFoldASCII(q.Name, "id.server."), equalFoldASCII(q.Name, "hostname.bind."):
+	case zone.EqualNames(q.Name, "id.server."), zone.EqualNames(q.Name, "hostname.bind."):
 		txt = s.serverID()
 	default:
 		return dns.RcodeRefused, nil
@@ -89,24 +90,4 @@ func (s *Server) serverID() string {
 		}
 	}
 	return s.hostname
-}
-
-// equalFoldASCII compares two names ignoring ASCII letter case.
-func equalFoldASCII(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }

@@ -144,3 +144,25 @@ func Parent(name string) string {
 	}
 	return name[next:]
 }
+
+// EqualNames reports whether two domain names in presentation format are
+// the same name, comparing ASCII letters without case (RFC 4343) and every
+// other byte exactly. It does not allocate.
+func EqualNames(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

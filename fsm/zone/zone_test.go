@@ -357,3 +357,20 @@ func TestCheckPrecondition(t *testing.T) {
 		t.Fatalf("absent check on present set: %v", err)
 	}
 }
+
+func TestEqualNames(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"WWW.Example.", "www.example.", true},
+		{"www.example.", "www.example", false},
+		{"\xc3\x84.example.", "\xc3\xa4.example.", false}, // only ASCII folds (RFC 4343)
+		{"a-b.", "A-B.", true},
+		{"@.", "`.", false},
+	} {
+		if got := EqualNames(c.a, c.b); got != c.want {
+			t.Errorf("EqualNames(%q, %q) = %v", c.a, c.b, got)
+		}
+	}
+}

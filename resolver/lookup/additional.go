@@ -69,30 +69,10 @@ func (l *lookup) has(name string) bool {
 	for _, sec := range [2][]dns.RR{l.res.Answer, l.res.Extra} {
 		for _, rr := range sec {
 			h := rr.Header()
-			if (h.Rrtype == dns.TypeA || h.Rrtype == dns.TypeAAAA) && equalFold(h.Name, name) {
+			if (h.Rrtype == dns.TypeA || h.Rrtype == dns.TypeAAAA) && zone.EqualNames(h.Name, name) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// equalFold compares two domain names ignoring ASCII case.
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
