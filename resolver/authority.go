@@ -18,7 +18,7 @@ func (s *Server) authorityStage(next Handler) Handler {
 		if q.Qclass != dns.ClassINET {
 			return next.ServeDNS(ctx, w, r)
 		}
-		res := s.memo.lookup(s.deps.Zones.Current(), q)
+		res, tmpl := s.memo.find(s.deps.Zones.Current(), q)
 		if res.Outcome == lookup.NotAuthoritative {
 			return next.ServeDNS(ctx, w, r)
 		}
@@ -28,6 +28,11 @@ func (s *Server) authorityStage(next Handler) Handler {
 			// stays on the stack of every other query.
 			d := res
 			return next.ServeDNS(withDangling(ctx, &d), w, r)
+		}
+		if rw, ok := w.(*responseWriter); ok && tmpl != nil && r.Opcode == dns.OpcodeQuery {
+			if done, err := rw.writeTemplate(tmpl, r); done {
+				return res.Rcode, err
+			}
 		}
 		m := new(dns.Msg)
 		m.SetReply(r)

@@ -51,6 +51,7 @@ type answerEntry struct {
 	qtype uint16
 	name  string
 	res   lookup.Result
+	wire  []byte // the reply packed once, or nil: see packTemplate
 }
 
 func newAnswerMemo() *answerMemo { return &answerMemo{seed: maphash.MakeSeed()} }
@@ -58,25 +59,33 @@ func newAnswerMemo() *answerMemo { return &answerMemo{seed: maphash.MakeSeed()} 
 // lookup returns lookup.Lookup(v, q) (class IN), from the table when it
 // can. The Result must not be modified: its slices may be shared.
 func (a *answerMemo) lookup(v *zone.View, q dns.Question) lookup.Result {
+	res, _ := a.find(v, q)
+	return res
+}
+
+// find is lookup that also returns the reply packed from the Result as a
+// template (packTemplate), or nil when there is none. Neither may be
+// modified.
+func (a *answerMemo) find(v *zone.View, q dns.Question) (lookup.Result, []byte) {
 	gen := a.generation(v)
 	h := maphash.String(a.seed, q.Name) ^ uint64(q.Qtype)*0x9e3779b97f4a7c15
 	s1, s2 := &a.slots[h&(answerSlots-1)], &a.slots[(h>>32)&(answerSlots-1)]
 	e1 := s1.Load()
 	if e1.is(gen, q) {
-		return e1.res
+		return e1.res, e1.wire
 	}
 	e2 := s2.Load()
 	if e2.is(gen, q) {
-		return e2.res
+		return e2.res, e2.wire
 	}
 	res := lookup.Lookup(v, q)
 	if res.Outcome == lookup.NotAuthoritative {
 		// Cheap to find again (no tree is walked), and names outside
 		// the zones — forwarded ones — would only churn the table.
-		return res
+		return res, nil
 	}
 	res.Answer, res.Ns, res.Extra = slices.Clip(res.Answer), slices.Clip(res.Ns), slices.Clip(res.Extra)
-	e := &answerEntry{gen: gen, qtype: q.Qtype, name: q.Name, res: res}
+	e := &answerEntry{gen: gen, qtype: q.Qtype, name: q.Name, res: res, wire: packTemplate(q, res)}
 	switch {
 	case e1 == nil || e1.gen != gen:
 		s1.Store(e)
@@ -87,7 +96,40 @@ func (a *answerMemo) lookup(v *zone.View, q dns.Question) lookup.Result {
 	default:
 		s2.Store(e)
 	}
-	return res
+	return res, e.wire
+}
+
+// packTemplate packs the reply to q built from res the way
+// responseWriter.WriteMsg would, with ID 0, RD and CD clear and no OPT
+// record: what every query for q on this View is sent, once those are
+// patched in (responseWriter.writeTemplate). It returns nil where the
+// reply's form depends on more than that, and WriteMsg must build it:
+// an extended rcode, a record that does not pack, and replies whose
+// compression would differ with and without an OPT record (WriteMsg
+// compresses replies over compressMin bytes, OPT included).
+func packTemplate(q dns.Question, res lookup.Result) []byte {
+	if res.Rcode > 0xF {
+		return nil
+	}
+	m := dns.Msg{
+		MsgHdr:   dns.MsgHdr{Response: true, Opcode: dns.OpcodeQuery, Authoritative: res.Authoritative, Rcode: res.Rcode},
+		Question: []dns.Question{q},
+		Answer:   res.Answer, Ns: res.Ns, Extra: res.Extra,
+	}
+	b, err := m.Pack()
+	switch {
+	case err != nil:
+		return nil
+	case len(b)+optLen <= compressMin:
+		return slices.Clip(b)
+	case len(b) <= compressMin:
+		return nil // uncompressed without OPT, compressed with one
+	}
+	m.Compress = true
+	if b, err = m.Pack(); err != nil {
+		return nil
+	}
+	return slices.Clip(b)
 }
 
 func (e *answerEntry) is(gen uint64, q dns.Question) bool {

@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"encoding/binary"
 	"errors"
 	"net"
 	"sync"
@@ -114,6 +115,45 @@ func (w *responseWriter) WriteMsg(m *dns.Msg) error {
 // compressMin is the largest reply sent uncompressed: the smallest size
 // limit there is (a UDP reply without EDNS).
 const compressMin = dns.MinMsgSize
+
+// optLen is the length of the OPT record setOPT adds: root name, type,
+// class (payload size), TTL (extended rcode, version, flags), RDLENGTH 0.
+const optLen = 11
+
+// writeTemplate writes the reply to r from tmpl, a reply packed by
+// packTemplate: it patches in r's ID, RD and CD bits (as SetReply copies
+// them) and appends the OPT record setOPT would add. It returns false,
+// having written nothing, when the reply would not fit the transport's
+// limit: WriteMsg must truncate it.
+func (w *responseWriter) writeTemplate(tmpl []byte, r *dns.Msg) (bool, error) {
+	n := len(tmpl)
+	if w.edns {
+		n += optLen
+	}
+	if n > w.limit || len(tmpl) < 12 {
+		return false, nil
+	}
+	bp := packBufs.Get().(*[]byte)
+	defer packBufs.Put(bp)
+	b := append((*bp)[:0], tmpl...)
+	binary.BigEndian.PutUint16(b[0:], r.Id)
+	if r.RecursionDesired {
+		b[2] |= 0x01
+	}
+	if r.CheckingDisabled {
+		b[3] |= 0x10
+	}
+	if w.edns {
+		binary.BigEndian.PutUint16(b[10:], binary.BigEndian.Uint16(b[10:])+1) // ARCOUNT
+		var flags byte
+		if w.do {
+			flags = 0x80
+		}
+		b = append(b, 0, 0, byte(dns.TypeOPT), byte(w.ourSize>>8), byte(w.ourSize), 0, 0, flags, 0, 0, 0)
+	}
+	_, err := w.Write(b)
+	return true, err
+}
 
 // Write sends an already packed reply as it is; the caller has fitted it.
 func (w *responseWriter) Write(b []byte) (int, error) {
