@@ -43,8 +43,11 @@ fuzz: ## run every fuzz target for FUZZTIME each
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
 
-bench: bench-deps ## Go benchmarks (store, lookup, memory) — figures in docs/BENCHMARKS.md
-	$(GO) test -run '^$$' -bench . -benchtime 2s -count 3 ./fsm/... ./resolver/... ./cluster/...
+bench: ## Go benchmarks (store, lookup, memory, Raft, query path), about 15 min — figures in docs/BENCHMARKS.md
+	$(GO) test -run '^$$' -bench 'Lookup1M|Change1M' -benchtime 3s -count 3 ./fsm/zone/
+	$(GO) test -run '^$$' -bench MemoryPerRecord -benchtime 1x -count 2 ./fsm/zone/
+	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 3 ./cluster/
+	$(GO) test -run '^$$' -bench . -benchtime 3s -count 3 ./resolver/...
 
 bench-auth: bench-deps build ## dnsperf: kudurru vs NSD on a 10,000-record zone
 	scripts/bench-auth.sh
