@@ -9,13 +9,17 @@
 # rounds; medians are reported: queries per second, mean latency, and the
 # server's CPU time per answered query (utime+stime of its process tree from
 # /proc over the run, divided by the queries completed), with ratios against
-# Unbound. Only 127.0.0.1 is used; every process started here is stopped on
+# Unbound. Then REPS latency rounds send LAT_QPS queries a second for
+# LAT_DURATION seconds to each, far below saturation, so that the mean
+# latency measured is the server's own rather than time spent queued. Only
+# 127.0.0.1 is used; every process started here is stopped on
 # exit. The upstream gets no traffic while measuring (all hits).
 #
 # Environment: DURATION (10), REPS (3), NAMES (10000), CLIENTS (dnsperf -c,
-# 8), THREADS (dnsperf -T, 1), OUTSTANDING (dnsperf -q, 200), SERVER_THREADS
-# (Unbound threads, kresd processes, kudurru GOMAXPROCS; default: CPUs),
-# KUDURRU (binary, bin/kudurru).
+# 8), THREADS (dnsperf -T, 1), OUTSTANDING (dnsperf -q, 200), LAT_QPS (the
+# fixed rate of the latency rounds, 20000; 0 skips them), LAT_DURATION (5),
+# SERVER_THREADS (Unbound threads, kresd processes, kudurru GOMAXPROCS;
+# default: CPUs), KUDURRU (binary, bin/kudurru).
 set -euo pipefail
 
 DURATION=${DURATION:-10}
@@ -24,6 +28,8 @@ NAMES=${NAMES:-10000}
 CLIENTS=${CLIENTS:-8}
 THREADS=${THREADS:-1}
 OUTSTANDING=${OUTSTANDING:-200}
+LAT_QPS=${LAT_QPS:-20000}
+LAT_DURATION=${LAT_DURATION:-5}
 SERVER_THREADS=${SERVER_THREADS:-$(nproc)}
 
 cd "$(dirname "$0")/.."
@@ -250,6 +256,18 @@ run() { # server round
 }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+# runlat server round: dnsperf at a fixed rate well below saturation, so
+# the latency measured is the server's, not the length of a queue.
+declare -A llat
+runlat() {
+	local s=$1 out mean
+	out=$(dnsperf -s 127.0.0.1 -p "${port[$s]}" -d "$work/queries.txt" -l "$LAT_DURATION" \
+		-c "$CLIENTS" -T "$THREADS" -q "$OUTSTANDING" -Q "$LAT_QPS" 2>&1)
+	mean=$(awk '/Average Latency/ {printf "%.1f", $4 * 1e6}' <<<"$out")
+	llat[$s]+="$mean "
+	printf "round %d  %-8s at %d qps: %8s µs mean latency\n" "$2" "$s" "$LAT_QPS" "$mean"
+}
+
 echo
 echo "dnsperf: ${DURATION}s per run, ${REPS} rounds, -c $CLIENTS -T $THREADS -q $OUTSTANDING; $(nproc) CPUs;" \
 	"server threads $SERVER_THREADS; $NAMES names, cache-hot"
@@ -259,13 +277,22 @@ up0=$(kudurru_upstream_requests)
 for r in $(seq "$REPS"); do
 	for s in "${servers[@]}"; do run "$s" "$r"; done
 done
+if [ "$LAT_QPS" -gt 0 ]; then
+	for r in $(seq "$REPS"); do
+		for s in "${servers[@]}"; do runlat "$s" "$r"; done
+	done
+fi
 echo "kudurru queries to the upstream while measuring: $(($(kudurru_upstream_requests) - up0)) (cache-hot)"
 
 echo
-printf "%-8s %12s %16s %14s %10s %10s %10s\n" server "median qps" "mean lat (µs)" "CPU µs/q" "qps/ub" "lat/ub" "cpu/ub"
+printf "%-8s %12s %16s %14s %10s %10s %10s %18s %10s\n" server "median qps" "mean lat (µs)" "CPU µs/q" "qps/ub" "lat/ub" "cpu/ub" \
+	"lat@${LAT_QPS}qps (µs)" "lat/ub"
 uq=$(median <<<"${qps[unbound]}"); ul=$(median <<<"${lat[unbound]}"); uc=$(median <<<"${cpu[unbound]}")
+ull=$(median <<<"${llat[unbound]:-0}")
 for s in "${servers[@]}"; do
 	q=$(median <<<"${qps[$s]}"); l=$(median <<<"${lat[$s]}"); c=$(median <<<"${cpu[$s]}")
-	awk -v s="$s" -v q="$q" -v l="$l" -v c="$c" -v uq="$uq" -v ul="$ul" -v uc="$uc" 'BEGIN {
-		printf "%-8s %12.0f %16.1f %14.2f %10.2f %10.2f %10.2f\n", s, q, l, c, q / uq, l / ul, (uc ? c / uc : 0) }'
+	ll=$(median <<<"${llat[$s]:-0}")
+	awk -v s="$s" -v q="$q" -v l="$l" -v c="$c" -v uq="$uq" -v ul="$ul" -v uc="$uc" -v ll="$ll" -v ull="$ull" 'BEGIN {
+		printf "%-8s %12.0f %16.1f %14.2f %10.2f %10.2f %10.2f %18.1f %10.2f\n", s, q, l, c, q / uq, l / ul, (uc ? c / uc : 0),
+			ll, (ull ? ll / ull : 0) }'
 done
