@@ -106,7 +106,10 @@ func (a *answerMemo) find(v *zone.View, q dns.Question) (lookup.Result, []byte) 
 // reply's form depends on more than that, and WriteMsg must build it:
 // an extended rcode, a record that does not pack, and replies whose
 // compression would differ with and without an OPT record (WriteMsg
-// compresses replies over compressMin bytes, OPT included).
+// compresses replies over compressMin bytes, OPT included). Replies over
+// maxTemplate bytes get none either: each entry holds its own copy, and a
+// client that varies the letter case of a name with a large answer makes
+// an entry per spelling.
 func packTemplate(q dns.Question, res lookup.Result) []byte {
 	if res.Rcode > 0xF {
 		return nil
@@ -126,11 +129,17 @@ func packTemplate(q dns.Question, res lookup.Result) []byte {
 		return nil // uncompressed without OPT, compressed with one
 	}
 	m.Compress = true
-	if b, err = m.Pack(); err != nil {
+	if b, err = m.Pack(); err != nil || len(b)+optLen > maxTemplate {
 		return nil
 	}
 	return slices.Clip(b)
 }
+
+// maxTemplate bounds a packed reply kept in the table, OPT record
+// included: the table's templates take at most answerSlots × maxTemplate
+// bytes (32 MiB). Most answers are far smaller; larger ones are packed
+// per query.
+const maxTemplate = 512
 
 func (e *answerEntry) is(gen uint64, q dns.Question) bool {
 	return e != nil && e.gen == gen && e.qtype == q.Qtype && e.name == q.Name

@@ -180,3 +180,29 @@ func TestTemplateMatchesWriteMsg(t *testing.T) {
 	}
 	t.Logf("template used for %d of %d queries", used, cases)
 }
+
+// TestTemplateSizeBound: an answer larger than maxTemplate gets no packed
+// template (each spelling of its name would hold its own copy); a small
+// one does.
+func TestTemplateSizeBound(t *testing.T) {
+	long := `"` + strings.Repeat("x", 250) + `"`
+	v := memoView(t, 1, "example. 3600 IN SOA ns. host. 1 2 3 4 60", "example. 3600 IN NS ns.",
+		"big.example. 60 IN TXT "+long+" "+long+" "+long,
+		"small.example. 60 IN TXT \"x\"")
+	m := newAnswerMemo()
+	for _, c := range []struct {
+		name string
+		want bool
+	}{{"big.example.", false}, {"BIG.example.", false}, {"small.example.", true}} {
+		res, tmpl := m.find(v, dns.Question{Name: c.name, Qtype: dns.TypeTXT, Qclass: dns.ClassINET})
+		if len(res.Answer) != 1 {
+			t.Fatalf("%s: answer %v", c.name, res.Answer)
+		}
+		if got := tmpl != nil; got != c.want {
+			t.Errorf("%s: template %v (%d bytes), want %v", c.name, got, len(tmpl), c.want)
+		}
+		if len(tmpl)+optLen > maxTemplate {
+			t.Errorf("%s: template of %d bytes", c.name, len(tmpl))
+		}
+	}
+}
