@@ -206,3 +206,66 @@ func TestTemplateSizeBound(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoBudget: spellings of a name with a large answer each make an
+// entry with its own records; the table stores them only while their
+// estimated cost fits the budget, and entries of an older View free
+// theirs when they are replaced.
+func TestMemoBudget(t *testing.T) {
+	long := `"` + strings.Repeat("x", 250) + `"`
+	lines := []string{"example. 3600 IN SOA ns. host. 1 2 3 4 60", "example. 3600 IN NS ns.",
+		"big.example. 60 IN TXT " + long + " " + long + " " + long}
+	v1, v2 := memoView(t, 1, lines...), memoView(t, 2, lines...)
+	m := newAnswerMemo()
+	m.budget = 20_000
+	// Every letter-case spelling of "big": 8 entries of about 4 KB each.
+	var spellings []string
+	for i := range 8 {
+		b := []byte("big")
+		for j := range b {
+			if i&(1<<j) != 0 {
+				b[j] -= 'a' - 'A'
+			}
+		}
+		spellings = append(spellings, string(b)+".example.")
+	}
+	stored := func(v *zone.View) int {
+		n := 0
+		for _, name := range spellings {
+			q := dns.Question{Name: name, Qtype: dns.TypeTXT, Qclass: dns.ClassINET}
+			first, _ := m.find(v, q)
+			again, _ := m.find(v, q)
+			if &first.Answer[0] == &again.Answer[0] {
+				n++ // the second find hit the table
+			}
+			if used := m.bytes(); used > m.budget || used < 0 {
+				t.Fatalf("table holds %d bytes, budget %d", used, m.budget)
+			}
+		}
+		return n
+	}
+	n1 := stored(v1)
+	if n1 == 0 || n1 == len(spellings) {
+		t.Fatalf("stored %d of %d spellings: want some, not all, with a budget of %d", n1, len(spellings), m.budget)
+	}
+	// A new View: the old entries are outdated, replacing them frees
+	// their cost, so the new View's answers are stored as before.
+	if n2 := stored(v2); n2 == 0 {
+		t.Fatalf("nothing stored for the new View: outdated entries did not free their cost (%d bytes used)", m.bytes())
+	}
+	// Entries in slots no query visits again do not hold the budget for
+	// good: refused stores evict entries elsewhere, until a small answer
+	// that keeps missing is stored.
+	small := memoView(t, 3, append(lines, "small.example. 60 IN TXT \"x\"")...)
+	m.budget = m.bytes() // full
+	q := dns.Question{Name: "small.example.", Qtype: dns.TypeTXT, Qclass: dns.ClassINET}
+	for i := 0; ; i++ {
+		first, _ := m.find(small, q)
+		if again, _ := m.find(small, q); &first.Answer[0] == &again.Answer[0] {
+			break
+		}
+		if i == 10*answerSlots {
+			t.Fatalf("a full table never made room (%d bytes used)", m.bytes())
+		}
+	}
+}
