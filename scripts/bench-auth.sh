@@ -8,9 +8,14 @@
 # the queries completed. Only 127.0.0.1 is used; every process started here
 # is stopped on exit.
 #
+# Then REPS latency rounds send LAT_QPS queries a second for LAT_DURATION
+# seconds to each, far below saturation, so that the mean latency measured
+# is the server's own rather than time spent queued.
+#
 # Environment: DURATION (10), REPS (3), CLIENTS (dnsperf -c, 8),
-# THREADS (dnsperf -T, 1), OUTSTANDING (dnsperf -q, 200), UDP_SOCKETS
-# (kudurru's udp_sockets; default one per CPU).
+# THREADS (dnsperf -T, 1), OUTSTANDING (dnsperf -q, 200), LAT_QPS (20000;
+# 0 skips the latency rounds), LAT_DURATION (5), UDP_SOCKETS (kudurru's
+# udp_sockets; default one per CPU).
 set -euo pipefail
 
 DURATION=${DURATION:-10}
@@ -18,6 +23,8 @@ REPS=${REPS:-3}
 CLIENTS=${CLIENTS:-8}
 THREADS=${THREADS:-1}
 OUTSTANDING=${OUTSTANDING:-200}
+LAT_QPS=${LAT_QPS:-20000}
+LAT_DURATION=${LAT_DURATION:-5}
 
 cd "$(dirname "$0")/.."
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
@@ -120,6 +127,15 @@ run() { # name pid port round
 		"$(awk '{print $NF}' <<<"${cpu[$1]}")" "$completed"
 }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+declare -A lat
+runlat() { # name port round
+	local out mean
+	out=$(dnsperf -s 127.0.0.1 -p "$2" -d "$work/queries.txt" -l "$LAT_DURATION" \
+		-c "$CLIENTS" -T "$THREADS" -q "$OUTSTANDING" -Q "$LAT_QPS" 2>&1)
+	mean=$(awk '/Average Latency/ {printf "%.1f", $4 * 1e6}' <<<"$out")
+	lat[$1]+="$mean "
+	printf "round %d  %-8s at %d qps: %8s µs mean latency\n" "$3" "$1" "$LAT_QPS" "$mean"
+}
 
 echo "dnsperf: ${DURATION}s per run, ${REPS} rounds, -c $CLIENTS -T $THREADS -q $OUTSTANDING; $(nproc) CPUs"
 echo "nsd $("$NSD" -v 2>&1 | head -1) on 127.0.0.1:$nport; kudurru on 127.0.0.1:$kport"
@@ -127,6 +143,12 @@ for r in $(seq "$REPS"); do
 	run nsd "$npid" "$nport" "$r"
 	run kudurru "$kpid" "$kport" "$r"
 done
+if [ "$LAT_QPS" -gt 0 ]; then
+	for r in $(seq "$REPS"); do
+		runlat nsd "$nport" "$r"
+		runlat kudurru "$kport" "$r"
+	done
+fi
 nq=$(median <<<"${qps[nsd]}"); kq=$(median <<<"${qps[kudurru]}")
 nc=$(median <<<"${cpu[nsd]}"); kc=$(median <<<"${cpu[kudurru]}")
 echo
@@ -135,3 +157,8 @@ printf "%-8s %12.0f %18s\n" nsd "$nq" "$nc"
 printf "%-8s %12.0f %18s\n" kudurru "$kq" "$kc"
 awk -v k="$kq" -v n="$nq" 'BEGIN { printf "ratio kudurru/nsd qps: %.2f\n", k / n }'
 awk -v k="$kc" -v n="$nc" 'BEGIN { printf "ratio kudurru/nsd CPU per query: %.2f\n", k / n }'
+if [ "$LAT_QPS" -gt 0 ]; then
+	nl=$(median <<<"${lat[nsd]}"); kl=$(median <<<"${lat[kudurru]}")
+	printf "median mean latency at %d qps: nsd %s µs, kudurru %s µs\n" "$LAT_QPS" "$nl" "$kl"
+	awk -v k="$kl" -v n="$nl" 'BEGIN { printf "ratio kudurru/nsd latency at a fixed rate: %.2f\n", k / n }'
+fi
