@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/kudurru/kudurru/fsm/zone"
 	"github.com/kudurru/kudurru/resolver/cache"
+	"github.com/kudurru/kudurru/resolver/lookup"
 	"github.com/kudurru/kudurru/resolver/upstream"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
@@ -165,11 +168,7 @@ func (f *forwarding) serve(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 	defer wireBufs.Put(bp)
 	b, res := f.cache.Get((*bp)[:0], r)
 	if res.Found {
-		if res.Stale {
-			f.m.stale.Inc()
-		} else {
-			f.m.cached.Inc()
-		}
+		f.countCached(b, res)
 		if res.Prefetch {
 			f.prefetch(r)
 		}
@@ -187,11 +186,25 @@ func (f *forwarding) serve(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 		return dns.RcodeRefused, nil
 	}
 	if b, res := f.cache.GetStale((*bp)[:0], r); res.Found {
-		f.m.stale.Inc()
+		// Stale data, or the SERVFAIL fetch has just cached.
+		f.countCached(b, res)
 		return f.writeWire(w, r, b, bp, tcp)
 	}
 	f.m.servfail.Inc()
 	return dns.RcodeServerFailure, err
+}
+
+// countCached counts a reply served from the cache: stale, a remembered
+// SERVFAIL (every upstream failed), or a fresh answer.
+func (f *forwarding) countCached(b []byte, res cache.Result) {
+	switch {
+	case res.Stale:
+		f.m.stale.Inc()
+	case len(b) >= 4 && b[3]&0x0f == dns.RcodeServerFailure:
+		f.m.servfail.Inc()
+	default:
+		f.m.cached.Inc()
+	}
 }
 
 // upstreamQuery is the query sent upstream for a client's query r, asking
@@ -215,8 +228,14 @@ func (f *forwarding) upstreamQuery(r *dns.Msg, name string, qtype uint16) *dns.M
 
 // fetch asks the upstreams q, stores the answer in the cache and returns it
 // ready to write (without OPT: the writer adds ours). When every upstream
-// fails it caches a SERVFAIL for q (unless the cache keeps serving stale
-// data for it) and returns an error wrapping upstream.ErrAllFailed.
+// asked failed it caches a SERVFAIL for q (unless the cache keeps serving
+// stale data for it) and returns an error wrapping upstream.ErrAllFailed;
+// when none could be asked (all at their in-flight cap, or closing) it
+// caches nothing: that says nothing about the name.
+//
+// An answer whose CNAME chain enters a served zone is completed from the
+// zones instead (spliceZones) and not cached, so that upstream copies of
+// our own names are never served and a zone change is never hidden.
 func (f *forwarding) fetch(ctx context.Context, q *dns.Msg) (*dns.Msg, error) {
 	resp, err := f.up.Exchange(ctx, q)
 	if err == nil && resp.Rcode > 0xF {
@@ -225,7 +244,8 @@ func (f *forwarding) fetch(ctx context.Context, q *dns.Msg) (*dns.Msg, error) {
 		err = fmt.Errorf("%w: extended rcode %s", upstream.ErrAllFailed, dns.RcodeToString[resp.Rcode])
 	}
 	if err != nil {
-		if errors.Is(err, upstream.ErrAllFailed) && ctx.Err() == nil {
+		if errors.Is(err, upstream.ErrAllFailed) && !errors.Is(err, upstream.ErrOverloaded) &&
+			!errors.Is(err, upstream.ErrClosed) && ctx.Err() == nil {
 			f.cache.Set(q, servfail(q))
 		}
 		return nil, err
@@ -238,8 +258,62 @@ func (f *forwarding) fetch(ctx context.Context, q *dns.Msg) (*dns.Msg, error) {
 	}
 	resp.Extra = extra
 	resp.Authoritative = false // not ours; the cache clears it too
+	if spliceZones(f.zones.Current(), resp) {
+		f.m.spliced.Inc()
+		return resp, nil
+	}
 	f.cache.Set(q, resp)
 	return resp, nil
+}
+
+// spliceZones replaces the part of resp's CNAME chain that enters a
+// served zone by the zones' own answer, and reports whether it did. The
+// chain is followed from the question's name through the CNAMEs in
+// resp's answer; the records of the names before the first served one are
+// kept, and the answer for that name comes from lookup.Lookup: its
+// records, its rcode and, for a negative answer, its SOA. The rest of the
+// upstream's reply is dropped. A chain that leaves the zones again ends
+// there, as the authority stage answers it.
+func spliceZones(v *zone.View, resp *dns.Msg) bool {
+	if v == nil || len(resp.Question) != 1 {
+		return false
+	}
+	qtype := resp.Question[0].Qtype
+	name := resp.Question[0].Name
+	var keep []dns.RR
+	for range lookup.MaxChain + 1 {
+		if v.FindZone(strings.ToLower(dns.Fqdn(name))) != nil {
+			res := lookup.Lookup(v, dns.Question{Name: name, Qtype: qtype, Qclass: dns.ClassINET})
+			if res.Outcome == lookup.NotAuthoritative {
+				return false
+			}
+			resp.Answer = append(keep, res.Answer...)
+			resp.Rcode = res.Rcode
+			resp.Ns, resp.Extra = nil, nil
+			if res.Rcode == dns.RcodeNameError || !answers(res.Answer, qtype) {
+				for _, rr := range res.Ns {
+					if rr.Header().Rrtype == dns.TypeSOA {
+						resp.Ns = append(resp.Ns, rr)
+					}
+				}
+			}
+			return true
+		}
+		next := ""
+		for _, rr := range resp.Answer {
+			if zone.EqualNames(rr.Header().Name, name) {
+				keep = append(keep, rr)
+				if c, ok := rr.(*dns.CNAME); ok && qtype != dns.TypeCNAME {
+					next = c.Target
+				}
+			}
+		}
+		if next == "" {
+			return false
+		}
+		name = next
+	}
+	return false
 }
 
 // servfail is the failure answer cached for q (RFC 9520): the question,

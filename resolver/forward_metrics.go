@@ -17,6 +17,8 @@ type fwdMetrics struct {
 	refused prometheus.Counter
 	// kudurru_dns_cname_chases_total{result}
 	chaseDone, chasePartial prometheus.Counter
+	// kudurru_dns_zone_splices_total
+	spliced prometheus.Counter
 	// kudurru_dns_prefetches_total{result}
 	prefetchDone, prefetchFailed, prefetchDropped prometheus.Counter
 	// kudurru_dns_cache_dumps_total{result}, _dump_size_bytes,
@@ -40,6 +42,8 @@ func newFwdMetrics(reg prometheus.Registerer) (*fwdMetrics, error) {
 	chases := prometheus.NewCounterVec(prometheus.CounterOpts(opts("cname_chases_total",
 		"CNAME chains leaving the served zones, by result: answered (completed from cache or upstream) or partial (the zones' part only).")),
 		[]string{"result"})
+	spliced := prometheus.NewCounter(prometheus.CounterOpts(opts("zone_splices_total",
+		"Upstream answers whose CNAME chain entered a served zone: completed from the zones and not cached.")))
 	prefetches := prometheus.NewCounterVec(prometheus.CounterOpts(opts("prefetches_total",
 		"Background refreshes of popular cache entries near expiry, by result: refreshed, failed, dropped (too many at once).")),
 		[]string{"result"})
@@ -53,12 +57,13 @@ func newFwdMetrics(reg prometheus.Registerer) (*fwdMetrics, error) {
 
 	m := &fwdMetrics{
 		reg:        reg,
-		collectors: []prometheus.Collector{replies, refused, chases, prefetches, dumps, dumpSize, restores},
+		collectors: []prometheus.Collector{replies, refused, chases, spliced, prefetches, dumps, dumpSize, restores},
 		cached:     replies.WithLabelValues("cache"), upstream: replies.WithLabelValues("upstream"),
 		stale: replies.WithLabelValues("stale"), servfail: replies.WithLabelValues("servfail"),
 		noUpstream: replies.WithLabelValues("no_upstream"), notReady: replies.WithLabelValues("not_ready"),
 		refused:   refused,
 		chaseDone: chases.WithLabelValues("answered"), chasePartial: chases.WithLabelValues("partial"),
+		spliced:      spliced,
 		prefetchDone: prefetches.WithLabelValues("refreshed"), prefetchFailed: prefetches.WithLabelValues("failed"),
 		prefetchDropped: prefetches.WithLabelValues("dropped"),
 		dumpOK:          dumps.WithLabelValues("ok"), dumpError: dumps.WithLabelValues("error"),
