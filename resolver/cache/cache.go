@@ -65,7 +65,7 @@ func New(cfg Config, log *slog.Logger, reg prometheus.Registerer, opts ...Option
 	c := &Cache{
 		cfg:          cfg,
 		log:          log.With("component", "cache"),
-		now:          time.Now,
+		now:          monotonicClock(),
 		seed:         maphash.MakeSeed(),
 		shards:       make([]*shard, cfg.Shards),
 		shardShift:   uint(64 - bits.TrailingZeros(uint(cfg.Shards))),
@@ -115,6 +115,16 @@ type Result struct {
 
 func (c *Cache) nowNano() int64 { return c.now().UnixNano() }
 
+// monotonicClock returns the cache's clock: the wall time when it was made,
+// advanced by the monotonic clock since. A step of the wall clock (an NTP
+// step, a resumed VM) then neither freezes cached TTLs nor expires every
+// entry at once; stored and expiry times stay comparable with wall times
+// for the dump, which a later process reads.
+func monotonicClock() func() time.Time {
+	start := time.Now()
+	return func() time.Time { return start.Add(time.Since(start)) }
+}
+
 // Get looks req up. On a hit it appends the answer to dst[:0] and returns
 // it, ready to send: the ID, RD bit and question-name case of req, TTLs
 // decreased by age. An expired entry is returned (Stale) only while a recent
@@ -155,8 +165,10 @@ func (c *Cache) wantPrefetch(e *entry, now int64) bool {
 	if hits < c.cfg.PrefetchHits || e.prefetched.Load() {
 		return false
 	}
+	// left < lifetime × percent/100, without overflow: lifetime is up to
+	// 68 years in nanoseconds.
 	left := e.expire - now
-	if left*100 >= e.lifetime*int64(c.cfg.PrefetchPercent) {
+	if left >= e.lifetime/100*int64(c.cfg.PrefetchPercent) {
 		return false
 	}
 	if !e.prefetched.CompareAndSwap(false, true) {

@@ -105,8 +105,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("cache config: max_negative_ttl %s must be between 0 and max_ttl %s", c.MaxNegativeTTL, c.MaxTTL)
 	case c.ServfailTTL < 0 || c.ServfailTTL > maxServfailTTL:
 		return fmt.Errorf("cache config: servfail_ttl %s must be between 0 and %s (RFC 2308 §7)", c.ServfailTTL, maxServfailTTL)
-	case c.StaleWindow < 0:
-		return fmt.Errorf("cache config: stale_window %s must not be negative", c.StaleWindow)
+	case c.StaleWindow < 0 || c.StaleWindow > maxTTL:
+		return fmt.Errorf("cache config: stale_window %s must be between 0 and %s", c.StaleWindow, maxTTL)
 	case c.StaleWindow > 0 && (c.StaleAnswerTTL < time.Second || c.StaleAnswerTTL > time.Hour):
 		return fmt.Errorf("cache config: stale_answer_ttl %s must be between 1s and 1h", c.StaleAnswerTTL)
 	case c.StaleWindow > 0 && (c.StaleRefresh < time.Second || c.StaleRefresh > c.StaleWindow):
@@ -117,6 +117,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("cache config: persist_interval %s must be 0 (off) or between 1s and %s", c.PersistInterval, maxTTL)
 	case c.PersistMaxAge <= 0:
 		return fmt.Errorf("cache config: persist_max_age %s must be positive", c.PersistMaxAge)
+	}
+	// TTLs are whole seconds: 500ms would silently become 0 (no caching).
+	for _, f := range []struct {
+		key string
+		d   time.Duration
+	}{{"min_ttl", c.MinTTL}, {"max_ttl", c.MaxTTL}, {"max_negative_ttl", c.MaxNegativeTTL},
+		{"servfail_ttl", c.ServfailTTL}, {"stale_answer_ttl", c.StaleAnswerTTL}} {
+		if f.d%time.Second != 0 {
+			return fmt.Errorf("cache config: %s %s must be whole seconds (a TTL)", f.key, f.d)
+		}
 	}
 	return nil
 }

@@ -29,6 +29,10 @@ func TestConfigValidate(t *testing.T) {
 		{"prefetch percent", func(c *Config) { c.PrefetchPercent = 100 }, "prefetch_percent 100"},
 		{"persist max age", func(c *Config) { c.PersistMaxAge = 0 }, "persist_max_age 0s"},
 		{"persist interval", func(c *Config) { c.PersistInterval = time.Millisecond }, "persist_interval 1ms"},
+		{"stale window beyond a TTL", func(c *Config) { c.StaleWindow = maxTTL + time.Second }, "stale_window"},
+		{"servfail ttl not whole seconds", func(c *Config) { c.ServfailTTL = 500 * time.Millisecond }, "servfail_ttl 500ms must be whole seconds"},
+		{"negative ttl not whole seconds", func(c *Config) { c.MaxNegativeTTL = 1500 * time.Millisecond }, "max_negative_ttl 1.5s"},
+		{"min ttl not whole seconds", func(c *Config) { c.MinTTL = 100 * time.Millisecond }, "min_ttl 100ms"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

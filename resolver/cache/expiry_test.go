@@ -94,6 +94,27 @@ func TestPrefetchSignal(t *testing.T) {
 	}
 }
 
+// TestPrefetchLongTTL: with max_ttl at its RFC 2181 limit (68 years) the
+// prefetch arithmetic does not overflow: no signal far from expiry, one
+// near it.
+func TestPrefetchLongTTL(t *testing.T) {
+	clk := newClock()
+	c, _ := newTestCache(t, clk, func(cfg *Config) {
+		cfg.MaxTTL = maxTTL
+		cfg.PrefetchHits = 1
+		cfg.PrefetchPercent = 99
+	})
+	req := question("long.example.", dns.TypeA, false, false)
+	c.Set(req, reply(t, req, dns.RcodeSuccess, []string{"long.example. 2147483647 IN A 192.0.2.1"}, nil, nil))
+	if _, res := mustGet(t, c, req); res.Prefetch {
+		t.Fatal("a hit at the start of a 68-year TTL signalled prefetch")
+	}
+	clk.Advance(maxTTL - maxTTL/200) // 0.5 % left
+	if _, res := mustGet(t, c, req); !res.Prefetch {
+		t.Fatal("a hit with 0.5 % of a 68-year TTL left did not signal prefetch")
+	}
+}
+
 func TestServfailCaching(t *testing.T) {
 	positive := func(t *testing.T, req *dns.Msg) *dns.Msg {
 		return reply(t, req, dns.RcodeSuccess, []string{"sf.example. 60 IN A 192.0.2.1"}, nil, nil)

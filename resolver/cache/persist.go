@@ -180,15 +180,18 @@ func (c *Cache) decode(r io.Reader, now time.Time) ([]*entry, Stats, error) {
 	if string(hdr[:len(dumpMagic)]) != dumpMagic {
 		return nil, st, fmt.Errorf("%w: magic %q", ErrFormat, hdr[:len(dumpMagic)])
 	}
+	// The version comes first: a newer format may lay out the rest of its
+	// header differently, and is refused as newer, not as damaged.
+	version, flags := be16(hdr[8:]), be16(hdr[10:])
+	if version > dumpVersion {
+		return nil, st, fmt.Errorf("%w: version %d, this binary reads up to %d", ErrVersion, version, dumpVersion)
+	}
 	if got, want := be32(hdr[24:]), crc32.Checksum(hdr[:24], castagnoli); got != want {
 		return nil, st, fmt.Errorf("%w: header checksum %08x, want %08x", ErrCorrupt, got, want)
 	}
-	version, flags := be16(hdr[8:]), be16(hdr[10:])
 	switch {
 	case version == 0:
 		return nil, st, fmt.Errorf("%w: version 0", ErrCorrupt)
-	case version > dumpVersion:
-		return nil, st, fmt.Errorf("%w: version %d, this binary reads up to %d", ErrVersion, version, dumpVersion)
 	case flags&^dumpFlagsKnown != 0:
 		return nil, st, fmt.Errorf("%w: unknown flags %#04x", ErrVersion, flags)
 	case be32(hdr[12:]) != 0:
@@ -203,11 +206,14 @@ func (c *Cache) decode(r io.Reader, now time.Time) ([]*entry, Stats, error) {
 		return nil, st, fmt.Errorf("%w: written at %s, in the future", ErrCorrupt, st.WrittenAt.UTC().Format(time.RFC3339))
 	}
 
-	body := r
+	// raw reads exactly the dump's bytes into the gzip reader (a
+	// ByteReader), so that what follows the gzip stream stays in raw.
+	raw := bufio.NewReader(r)
+	body := io.Reader(raw)
 	var zr *gzip.Reader
 	if flags&dumpFlagGzip != 0 {
 		var err error
-		if zr, err = gzip.NewReader(r); err != nil {
+		if zr, err = gzip.NewReader(raw); err != nil {
 			return nil, st, fmt.Errorf("%w: gzip: %v", ErrCorrupt, err)
 		}
 		zr.Multistream(false)
@@ -217,29 +223,36 @@ func (c *Cache) decode(r io.Reader, now time.Time) ([]*entry, Stats, error) {
 	limit := 4*c.cfg.MaxBytes + 1<<20
 	lr := &io.LimitedReader{R: body, N: limit}
 	br := bufio.NewReaderSize(lr, 64<<10)
-	pending, err := c.decodeRecords(br, now.UnixNano(), &st)
+	pending, err := c.decodeRecords(br, now.UnixNano(), st.WrittenAt.UnixNano(), &st)
 	if err != nil {
 		if lr.N <= 0 {
 			return nil, st, fmt.Errorf("%w: body larger than %d bytes (4 × max_bytes + 1 MiB)", ErrCorrupt, limit)
 		}
 		return nil, st, err
 	}
+	// Refuse data after our trailer, and reach the end of a gzip stream
+	// so that its own checksum is verified.
+	n, err := io.Copy(io.Discard, br)
+	switch {
+	case err != nil && zr != nil:
+		return nil, st, fmt.Errorf("%w: gzip stream: %v", ErrCorrupt, err)
+	case err != nil:
+		return nil, st, fmt.Errorf("%w: after the trailer: %v", ErrCorrupt, err)
+	case n != 0:
+		return nil, st, fmt.Errorf("%w: %d bytes after the trailer", ErrCorrupt, n)
+	}
 	if zr != nil {
-		// Reach the end of the gzip stream so that its own checksum is
-		// verified, and refuse data after our trailer.
-		n, err := io.Copy(io.Discard, br)
-		switch {
-		case err != nil:
-			return nil, st, fmt.Errorf("%w: gzip stream: %v", ErrCorrupt, err)
-		case n != 0:
-			return nil, st, fmt.Errorf("%w: %d bytes after the trailer", ErrCorrupt, n)
+		if n, err := io.Copy(io.Discard, raw); err != nil || n != 0 {
+			return nil, st, fmt.Errorf("%w: %d bytes after the gzip stream", ErrCorrupt, n)
 		}
 	}
 	return pending, st, nil
 }
 
-// decodeRecords reads the records and the trailer.
-func (c *Cache) decodeRecords(br *bufio.Reader, now int64, st *Stats) ([]*entry, error) {
+// decodeRecords reads the records and the trailer. A record stored after
+// the dump was written (writtenAt) is damage: it would keep its TTL past
+// its time.
+func (c *Cache) decodeRecords(br *bufio.Reader, now, writtenAt int64, st *Stats) ([]*entry, error) {
 	var (
 		pending []*entry
 		crc     hash.Hash32 = crc32.New(castagnoli)
@@ -267,6 +280,10 @@ func (c *Cache) decodeRecords(br *bufio.Reader, now int64, st *Stats) ([]*entry,
 		flags, stored := rec[0], int64(binary.BigEndian.Uint64(rec[1:]))
 		if flags&^(keyDO|keyCD) != 0 {
 			return nil, fmt.Errorf("%w: record %d has key flags %#x", ErrCorrupt, count, flags)
+		}
+		if stored > writtenAt {
+			return nil, fmt.Errorf("%w: record %d stored at %s, after the dump was written at %s", ErrCorrupt, count,
+				time.Unix(0, stored).UTC().Format(time.RFC3339Nano), time.Unix(0, writtenAt).UTC().Format(time.RFC3339Nano))
 		}
 		e, err := c.prepareLoaded(rec[recordFixed:], flags, stored)
 		switch {

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -170,6 +171,18 @@ func TestLoadRefuses(t *testing.T) {
 		{"header only", gzBlob[:dumpHeaderLen], clk.Now(), ErrCorrupt},
 		{"short header", gzBlob[:20], clk.Now(), ErrCorrupt},
 		{"garbage appended", append(bytes.Clone(gzBlob[:len(gzBlob)-8]), []byte("garbage!garbage!")...), clk.Now(), ErrCorrupt},
+		{"plain garbage appended", append(bytes.Clone(plainBlob), []byte("garbage!")...), clk.Now(), ErrCorrupt},
+		{"byte after the gzip stream", append(bytes.Clone(gzBlob), 0), clk.Now(), ErrCorrupt},
+		{"second gzip member", append(bytes.Clone(gzBlob), gzipMember(t, []byte("more"))...), clk.Now(), ErrCorrupt},
+		{"newer version, other header layout", func() []byte {
+			b := bytes.Clone(gzBlob) // the checksum is not ours to check
+			binary.BigEndian.PutUint16(b[8:], dumpVersion+1)
+			b[12] ^= 0xff
+			return b
+		}(), clk.Now(), ErrVersion},
+		{"record stored after the dump was written", rewriteHeader(plainBlob, func(h []byte) {
+			binary.BigEndian.PutUint64(h[16:], uint64(clk.Now().Add(-10*time.Second).UnixNano()))
+		}), clk.Now(), ErrCorrupt},
 		{"too old", gzBlob, clk.Now().Add(24*time.Hour + time.Second), ErrTooOld},
 		{"from the future", gzBlob, clk.Now().Add(-time.Hour), ErrCorrupt},
 	}
@@ -249,4 +262,18 @@ func TestLoadBoundsBody(t *testing.T) {
 	if dst.Len() != 0 {
 		t.Errorf("Len = %d after a refused load", dst.Len())
 	}
+}
+
+// gzipMember is data as one gzip member.
+func gzipMember(t *testing.T, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	if _, err := zw.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
