@@ -101,6 +101,9 @@ func (f *forwarding) resolveMsg(ctx context.Context, q *dns.Msg) *dns.Msg {
 	if m.Unpack(b) != nil {
 		return nil
 	}
+	if res.Chain && spliceZones(f.zones.Current(), m) {
+		f.m.spliced.Inc() // a chain back into a zone created since it was cached
+	}
 	return m
 }
 

@@ -172,7 +172,7 @@ func (f *forwarding) serve(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 		if res.Prefetch {
 			f.prefetch(r)
 		}
-		return f.writeWire(w, r, b, bp, tcp)
+		return f.writeCached(w, r, b, bp, tcp, res)
 	}
 	resp, err := f.fetch(ctx, f.upstreamQuery(r, r.Question[0].Name, r.Question[0].Qtype))
 	switch {
@@ -188,10 +188,25 @@ func (f *forwarding) serve(ctx context.Context, w dns.ResponseWriter, r *dns.Msg
 	if b, res := f.cache.GetStale((*bp)[:0], r); res.Found {
 		// Stale data, or the SERVFAIL fetch has just cached.
 		f.countCached(b, res)
-		return f.writeWire(w, r, b, bp, tcp)
+		return f.writeCached(w, r, b, bp, tcp, res)
 	}
 	f.m.servfail.Inc()
 	return dns.RcodeServerFailure, err
+}
+
+// writeCached writes an answer from the cache. One whose CNAME chain has
+// come to enter a served zone since it was stored (the zone was created
+// later) is spliced as fetch splices fresh answers; the rest go out as the
+// cached bytes.
+func (f *forwarding) writeCached(w dns.ResponseWriter, r *dns.Msg, b []byte, bp *[]byte, tcp bool, res cache.Result) (int, error) {
+	if res.Chain {
+		m := new(dns.Msg)
+		if m.Unpack(b) == nil && spliceZones(f.zones.Current(), m) {
+			f.m.spliced.Inc()
+			return m.Rcode, w.WriteMsg(m)
+		}
+	}
+	return f.writeWire(w, r, b, bp, tcp)
 }
 
 // countCached counts a reply served from the cache: stale, a remembered

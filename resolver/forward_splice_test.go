@@ -158,3 +158,54 @@ func TestServfailCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestCachedChainIntoNewZone: an answer cached while its CNAME target was
+// outside every zone is spliced once a zone for the target is created:
+// the new zone wins over the cached copy at once, with no upstream query.
+func TestCachedChainIntoNewZone(t *testing.T) {
+	var queries atomic.Int64
+	url := startHandlerUpstream(t, func(w dns.ResponseWriter, r *dns.Msg) {
+		queries.Add(1)
+		m := new(dns.Msg).SetReply(r)
+		m.RecursionAvailable = true
+		if strings.EqualFold(r.Question[0].Name, "alias.ext.test.") {
+			m.Answer = []dns.RR{
+				resolvertest.RR(t, "alias.ext.test. 3600 IN CNAME www.new.test."),
+				resolvertest.RR(t, "www.new.test. 3600 IN A 203.0.113.66"),
+			}
+		} else {
+			m.Rcode = dns.RcodeNameError
+		}
+		w.WriteMsg(m)
+	})
+	zs := resolvertest.NewZones(readyView())
+	reg := prometheus.NewRegistry()
+	srv := resolvertest.Start(t, zs, resolvertest.Options{Registry: reg, Config: func(c *resolver.Config) {
+		c.Forward = []resolver.ForwardZone{{Zone: ".", Upstreams: []string{url}}}
+		c.Upstream.HealthCheckInterval = 0
+	}})
+	upstreamCopy := resolvertest.Case{NoAA: true, Answer: []string{
+		"alias.ext.test. 3600 IN CNAME www.new.test.",
+		"www.new.test. 3600 IN A 203.0.113.66",
+	}}
+	for range 2 {
+		upstreamCopy.Check(t, ask(t, srv.Addr(), "alias.ext.test.", dns.TypeA, 1232))
+	}
+	zs.Set(readyView(resolvertest.ParseZone(t, "new.test.", `
+$TTL 60
+@     IN SOA ns1 hostmaster 1 7200 3600 1209600 60
+@     IN NS  ns1
+ns1   IN A   198.51.100.53
+www   IN A   198.51.100.1
+`)))
+	r := ask(t, srv.Addr(), "alias.ext.test.", dns.TypeA, 1232)
+	if len(r.Answer) != 2 || firstA(r) != "198.51.100.1" {
+		t.Fatalf("after the zone was created: %v", r.Answer)
+	}
+	if n := queries.Load(); n != 1 {
+		t.Errorf("upstream got %d queries, want 1 (the rest from the cache)", n)
+	}
+	if got := counterValue(t, reg, "kudurru_dns_zone_splices_total", nil); got != 1 {
+		t.Errorf("kudurru_dns_zone_splices_total = %v, want 1", got)
+	}
+}

@@ -111,6 +111,10 @@ type Result struct {
 	// expiry: the caller should refresh it from upstream in the background
 	// and Set the new answer.
 	Prefetch bool
+	// Chain reports that the answer follows a CNAME chain through other
+	// names, which the caller may have come to serve itself since it was
+	// stored.
+	Chain bool
 }
 
 func (c *Cache) nowNano() int64 { return c.now().UnixNano() }
@@ -143,12 +147,12 @@ func (c *Cache) Get(dst []byte, req *dns.Msg) ([]byte, Result) {
 	now := c.nowNano()
 	if e.fresh(now) {
 		s.hits.Add(1)
-		res := Result{Found: true, Prefetch: c.wantPrefetch(e, now)}
+		res := Result{Found: true, Prefetch: c.wantPrefetch(e, now), Chain: e.chain}
 		return e.render(dst, &q, now, false, 0), res
 	}
 	if e.staleUsable(now, c.staleWindow) && now < e.failUntil.Load() {
 		c.metrics.stale.Inc()
-		return e.render(dst, &q, now, true, c.staleTTL), Result{Found: true, Stale: true}
+		return e.render(dst, &q, now, true, c.staleTTL), Result{Found: true, Stale: true, Chain: e.chain}
 	}
 	s.misses.Add(1)
 	return dst[:0], Result{}
@@ -193,14 +197,14 @@ func (c *Cache) GetStale(dst []byte, req *dns.Msg) ([]byte, Result) {
 	}
 	now := c.nowNano()
 	if e.fresh(now) {
-		return e.render(dst, &q, now, false, 0), Result{Found: true}
+		return e.render(dst, &q, now, false, 0), Result{Found: true, Chain: e.chain}
 	}
 	if !e.staleUsable(now, c.staleWindow) {
 		return dst[:0], Result{}
 	}
 	e.failUntil.Store(now + c.staleRefresh)
 	c.metrics.stale.Inc()
-	return e.render(dst, &q, now, true, c.staleTTL), Result{Found: true, Stale: true}
+	return e.render(dst, &q, now, true, c.staleTTL), Result{Found: true, Stale: true, Chain: e.chain}
 }
 
 // Set stores resp as the answer to req and reports whether it was stored.

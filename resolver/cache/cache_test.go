@@ -465,3 +465,28 @@ func TestClose(t *testing.T) {
 	}
 	c2.Close()
 }
+
+// TestChainFlag: Result.Chain marks answers that follow a CNAME through
+// other names, and only those.
+func TestChainFlag(t *testing.T) {
+	clk := newClock()
+	c, _ := newTestCache(t, clk, nil)
+	for _, tc := range []struct {
+		name   string
+		qtype  uint16
+		answer []string
+		want   bool
+	}{
+		{"plain.example.", dns.TypeA, []string{"plain.example. 60 IN A 192.0.2.1"}, false},
+		{"alias.example.", dns.TypeA, []string{"alias.example. 60 IN CNAME plain.example.", "plain.example. 60 IN A 192.0.2.1"}, true},
+		{"alias.example.", dns.TypeCNAME, []string{"alias.example. 60 IN CNAME plain.example."}, false},
+	} {
+		req := question(tc.name, tc.qtype, false, false)
+		if !c.Set(req, reply(t, req, dns.RcodeSuccess, tc.answer, nil, nil)) {
+			t.Fatalf("%s %s not stored", tc.name, dns.TypeToString[tc.qtype])
+		}
+		if _, res := mustGet(t, c, req); res.Chain != tc.want {
+			t.Errorf("%s %s: Chain %v, want %v", tc.name, dns.TypeToString[tc.qtype], res.Chain, tc.want)
+		}
+	}
+}

@@ -40,6 +40,9 @@ type entry struct {
 	// qclass (big endian) and the key flag byte.
 	key  string
 	kind kind
+	// chain reports a CNAME in the answer of a question for another type:
+	// a chain through other names (Result.Chain).
+	chain bool
 	// wire is the packed response with ID 0, AA clear and every TTL already
 	// clamped; ttlOffs are the offsets of its TTL fields.
 	wire     []byte
@@ -137,6 +140,7 @@ func (c *Cache) prepare(wire []byte, flags uint8, now int64) (*entry, error) {
 	e := &entry{
 		key:      string(keyBuf),
 		kind:     k,
+		chain:    info.hasCNAME && info.qtype != typeCNAME,
 		wire:     wire,
 		ttlOffs:  info.ttlOffs,
 		qnameEnd: info.qnameEnd,

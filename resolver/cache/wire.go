@@ -16,11 +16,12 @@ const (
 	maxMsgLen = 65535
 	maxName   = 255
 
-	typeSOA  = 6
-	typeSIG  = 24
-	typeOPT  = 41
-	typeTSIG = 250
-	typeANY  = 255
+	typeCNAME = 5
+	typeSOA   = 6
+	typeSIG   = 24
+	typeOPT   = 41
+	typeTSIG  = 250
+	typeANY   = 255
 
 	rcodeNoError  = 0
 	rcodeServfail = 2
@@ -75,6 +76,8 @@ type wireInfo struct {
 	// answersQtype reports an answer record of the question's type (or any
 	// record for a qtype of ANY): the answer is not NODATA.
 	answersQtype bool
+	// hasCNAME reports a CNAME record in the answer section.
+	hasCNAME bool
 }
 
 func be16(b []byte) uint16 { return binary.BigEndian.Uint16(b) }
@@ -195,6 +198,9 @@ func parseWire(b []byte) (wireInfo, error) {
 		}
 		if sec == secAnswer && (typ == info.qtype || info.qtype == typeANY) {
 			info.answersQtype = true
+		}
+		if sec == secAnswer && typ == typeCNAME {
+			info.hasCNAME = true
 		}
 		info.ttlOffs = append(info.ttlOffs, uint16(ttlOff))
 		info.ttlSec = append(info.ttlSec, sec)
