@@ -43,18 +43,23 @@ type MemberStatus struct {
 
 // Status is a node's view of the cluster.
 type Status struct {
-	NodeID       string         `json:"node_id"`
-	ClusterID    string         `json:"cluster_id"`
-	State        string         `json:"state"` // Raft state: leader, follower, candidate, shutdown
-	Term         uint64         `json:"term"`
-	LeaderID     string         `json:"leader_id"`
-	LeaderAPI    string         `json:"leader_api,omitempty"`
-	AppliedIndex uint64         `json:"applied_index"` // Raft's own applied index
-	ServingIndex uint64         `json:"serving_index"` // index of the View answering queries
-	CommitIndex  uint64         `json:"commit_index"`
-	LastContact  time.Duration  `json:"-"`
-	LastContactS float64        `json:"last_contact_seconds"` // since the last contact with the leader; 0 on the leader, -1 before any contact
-	Ready        bool           `json:"ready"`
-	ReadyReason  string         `json:"ready_reason,omitempty"`
-	Members      []MemberStatus `json:"members"`
+	NodeID       string        `json:"node_id"`
+	ClusterID    string        `json:"cluster_id"`
+	State        string        `json:"state"` // Raft state: leader, follower, candidate, shutdown
+	Term         uint64        `json:"term"`
+	LeaderID     string        `json:"leader_id"`
+	LeaderAPI    string        `json:"leader_api,omitempty"`
+	AppliedIndex uint64        `json:"applied_index"` // Raft's own applied index
+	ServingIndex uint64        `json:"serving_index"` // index of the View answering queries
+	CommitIndex  uint64        `json:"commit_index"`
+	LastContact  time.Duration `json:"-"`
+	LastContactS float64       `json:"last_contact_seconds"` // since the last contact with the leader; 0 on the leader, -1 before any contact
+	// LeaderEstablished is set on a leader that has applied every entry
+	// of earlier terms since its election (a barrier), so that its View
+	// holds every acknowledged write. Until then a new leader's View, and
+	// its commit index, may lag what the previous leader acknowledged.
+	LeaderEstablished bool           `json:"-"`
+	Ready             bool           `json:"ready"`
+	ReadyReason       string         `json:"ready_reason,omitempty"`
+	Members           []MemberStatus `json:"members"`
 }

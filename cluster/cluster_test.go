@@ -97,6 +97,12 @@ func TestThreeNodeCluster(t *testing.T) {
 	// Kill the leader without a leadership transfer.
 	var old *testNode
 	l := tc.leader(5 * time.Second)
+	waitEstablished(t, l)
+	for _, n := range tc.runningNodes() {
+		if n != l && n.Status().LeaderEstablished {
+			t.Errorf("follower %s reports itself an established leader", n.NodeID())
+		}
+	}
 	for _, tn := range tc.nodes {
 		if tn.node() == l {
 			old = tn
@@ -109,6 +115,7 @@ func TestThreeNodeCluster(t *testing.T) {
 		t.Errorf("first write after the leader was killed committed after %s, want < 5 s", d)
 	}
 	t.Logf("new leader committed a write %s after the old one was killed", time.Since(killed))
+	waitEstablished(t, tc.leader(5*time.Second))
 	if res2.Serial <= res.Serial {
 		t.Errorf("serial %d after %d", res2.Serial, res.Serial)
 	}
@@ -386,5 +393,24 @@ func TestCommittedRejection(t *testing.T) {
 	}
 	if z := l.Current().Zone(testZone); z.Names() != 52 {
 		t.Errorf("zone has %d names, want 52", z.Names())
+	}
+}
+
+// waitEstablished waits until n reports itself an established leader: the
+// barrier of its term has applied every earlier entry.
+func waitEstablished(t *testing.T, n *Node) {
+	t.Helper()
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	for {
+		ch := n.LeaderChanged()
+		if n.Status().LeaderEstablished {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("%s not an established leader within 5 s (state %s)", n.NodeID(), n.Status().State)
+		}
 	}
 }

@@ -37,10 +37,7 @@ func (n *Node) runObserver() {
 			case raft.RaftState:
 				n.log.Debug("raft state changed", "state", d.String(), "term", n.raft.CurrentTerm())
 			}
-			n.mu.Lock()
-			close(n.leaderChanged)
-			n.leaderChanged = make(chan struct{})
-			n.mu.Unlock()
+			n.notifyChanged()
 			wake(n.wakeDuties)
 			wake(n.wakePromoter)
 		}
@@ -75,6 +72,8 @@ func (n *Node) runLeaderDuties() {
 			continue
 		}
 		doneTerm = term
+		n.establishedTerm.Store(term)
+		n.notifyChanged()
 		wake(n.wakePromoter)
 	}
 }
@@ -149,4 +148,14 @@ func newClusterID() (string, error) {
 		return "", fmt.Errorf("cluster ID: %w", err)
 	}
 	return hex.EncodeToString(b[:]), nil
+}
+
+// notifyChanged closes the channel LeaderChanged returned and starts a new
+// one: the leader, this node's state, or its establishment as leader
+// changed.
+func (n *Node) notifyChanged() {
+	n.mu.Lock()
+	close(n.leaderChanged)
+	n.leaderChanged = make(chan struct{})
+	n.mu.Unlock()
 }

@@ -46,6 +46,12 @@ type Node struct {
 	obs   *raft.Observer
 	obsCh chan raft.Observation
 
+	// establishedTerm is the last term in which this node, as leader,
+	// completed establishLeadership: its FSM has applied every entry of
+	// earlier terms (a barrier), so its View holds every write
+	// acknowledged before it was elected.
+	establishedTerm atomic.Uint64
+
 	mu            sync.Mutex    // guards leaderChanged and pending
 	leaderChanged chan struct{} // closed and replaced when leader or state changes
 	pending       *zone.View    // local.db View waiting for the node to learn its cluster ID
@@ -366,7 +372,9 @@ func (n *Node) leaderChangedCh() <-chan struct{} {
 }
 
 // LeaderChanged returns a channel closed at the next change of leader or of
-// this node's Raft state. Callers re-read Leader and call it again.
+// this node's Raft state, and when this node, as leader, is established in
+// its term (Status.LeaderEstablished). Callers re-read Leader and call it
+// again.
 func (n *Node) LeaderChanged() <-chan struct{} { return n.leaderChangedCh() }
 
 // WaitLeader blocks until a leader is known and returns its ID.

@@ -23,6 +23,7 @@ func (n *Node) Status() Status {
 		CommitIndex:  n.raft.CommitIndex(),
 		Members:      []MemberStatus{},
 	}
+	s.LeaderEstablished = state == raft.Leader && n.establishedTerm.Load() == s.Term
 	s.LeaderID, s.LeaderAPI = n.Leader()
 	if state != raft.Leader {
 		if t := n.raft.LastContact(); t.IsZero() {

@@ -240,4 +240,13 @@ func TestPrecheckSkippedOnStaleView(t *testing.T) {
 	if code != 404 || errCode(t, body) != apiv1.CodeZoneNotFound || len(b.Proposed()) != 1 {
 		t.Fatalf("stale View: %d %s, %d proposals", code, body, len(b.Proposed()))
 	}
+	// A leader not yet established in its term: its commit index may
+	// agree with its applied index while both lag what the previous
+	// leader acknowledged, so the precheck is skipped too.
+	b.SetCommitLag(0)
+	b.SetUnestablished(true)
+	code, _, body = h.do("PATCH", "/v1/zones/late.test/rrsets", patch)
+	if code != 404 || errCode(t, body) != apiv1.CodeZoneNotFound || len(b.Proposed()) != 2 {
+		t.Fatalf("unestablished leader: %d %s, %d proposals", code, body, len(b.Proposed()))
+	}
 }

@@ -102,15 +102,19 @@ func (s *Server) propose(w http.ResponseWriter, r *http.Request, status int, v *
 	return nil
 }
 
-// stale reports whether v lags what the cluster has committed, as a newly
-// elected leader's View can for a moment. A precheck against a stale View
-// could refuse a valid write, so then Apply alone decides.
-// Raft's applied index counts the no-op and barrier entries that never
-// reach the View, so it, not the View's index, is compared with the commit
-// index.
+// stale reports whether v may lag what the cluster has acknowledged, as a
+// newly elected leader's View can for a moment. A precheck against a stale
+// View could refuse a valid write (a false 409 for a compare-and-set: not
+// linearizable), so then Apply alone decides. Two cases: the leader has
+// not yet applied every entry of earlier terms since its election (its
+// commit index itself may lag the previous leader's, so the indexes agree
+// while the View misses acknowledged writes), or it has applied less than
+// it knows to be committed. Raft's applied index counts the no-op and
+// barrier entries that never reach the View, so it, not the View's index,
+// is compared with the commit index.
 func (s *Server) stale(_ *zone.View) bool {
 	st := s.b.Status()
-	return st.AppliedIndex < st.CommitIndex
+	return !st.LeaderEstablished || st.AppliedIndex < st.CommitIndex
 }
 
 // precheck runs the checks Apply will run, against v, so that a write that

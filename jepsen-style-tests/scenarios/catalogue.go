@@ -64,7 +64,8 @@ func Quick() []Scenario {
 }
 
 // Select returns the scenarios named in a comma-separated list, "quick"
-// or "all"/"" for the sets.
+// or "all"/"" for the sets. A name listed again runs again, as NAME-2,
+// NAME-3…, each with its own artifacts: a race shows up in some runs only.
 func Select(list string) ([]Scenario, error) {
 	switch strings.TrimSpace(list) {
 	case "", "all", "full":
@@ -73,13 +74,18 @@ func Select(list string) ([]Scenario, error) {
 		return Quick(), nil
 	}
 	var out []Scenario
+	seen := map[string]int{}
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
 		i := slices.IndexFunc(All(), func(s Scenario) bool { return s.Name == name })
 		if i < 0 {
 			return nil, fmt.Errorf("no scenario %q; have %s", name, strings.Join(Names(), ", "))
 		}
-		out = append(out, All()[i])
+		s := All()[i]
+		if seen[name]++; seen[name] > 1 {
+			s.Name = fmt.Sprintf("%s-%d", name, seen[name])
+		}
+		out = append(out, s)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -22,5 +23,25 @@ func TestCatalogue(t *testing.T) {
 	}
 	if _, err := Select("nope"); err == nil {
 		t.Fatal("unknown name accepted")
+	}
+}
+
+// TestSelectRepeats: a name listed again runs again under its own name,
+// so that each run keeps its own artifacts.
+func TestSelectRepeats(t *testing.T) {
+	set, err := Select("cold-start, cold-start,kill-restart,cold-start")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range set {
+		names = append(names, s.Name)
+	}
+	want := []string{"cold-start", "cold-start-2", "kill-restart", "cold-start-3"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("Select = %v, want %v", names, want)
+	}
+	if _, err := Select("cold-start,nope"); err == nil {
+		t.Fatal("Select accepted an unknown name")
 	}
 }

@@ -23,19 +23,20 @@ type Backend struct {
 	id  string
 	fsm *fsm.FSM
 
-	mu         sync.Mutex // guards everything below
-	leader     bool
-	leaderID   string
-	leaderAPI  string
-	index      uint64
-	proposals  []*fsm.Command
-	calls      int   // Propose calls, leader or not
-	proposeErr error // returned by Propose (after recording the call) when set
-	ready      bool
-	reason     string
-	commitLag  uint64 // Status reports a commit index this far ahead of the View
-	members    map[string]cluster.JoinRequest
-	changed    chan struct{} // closed and replaced by SetLeader
+	mu            sync.Mutex // guards everything below
+	leader        bool
+	leaderID      string
+	leaderAPI     string
+	index         uint64
+	proposals     []*fsm.Command
+	calls         int   // Propose calls, leader or not
+	proposeErr    error // returned by Propose (after recording the call) when set
+	ready         bool
+	reason        string
+	commitLag     uint64 // Status reports a commit index this far ahead of the View
+	unestablished bool   // Status reports a leader not yet established in its term
+	members       map[string]cluster.JoinRequest
+	changed       chan struct{} // closed and replaced by SetLeader
 }
 
 // New returns a bootstrapped Backend with node ID id, leading when leader
@@ -147,6 +148,14 @@ func (b *Backend) SetReady(ready bool, reason string) {
 	b.ready, b.reason = ready, reason
 }
 
+// SetUnestablished makes Status report a leader that has not yet applied
+// every entry of earlier terms since its election.
+func (b *Backend) SetUnestablished(v bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.unestablished = v
+}
+
 // SetCommitLag makes Status report a commit index lag entries ahead of the
 // View, as on a newly elected leader that has not applied everything yet.
 func (b *Backend) SetCommitLag(lag uint64) {
@@ -166,7 +175,8 @@ func (b *Backend) Status() cluster.Status {
 	return cluster.Status{
 		NodeID: b.id, ClusterID: ClusterID, State: state, Term: 1, LeaderID: b.leaderID, LeaderAPI: b.leaderAPI,
 		AppliedIndex: b.index, ServingIndex: b.fsm.Current().Index, CommitIndex: b.index + b.commitLag,
-		Ready: b.ready, ReadyReason: b.reason,
+		LeaderEstablished: b.leader && !b.unestablished,
+		Ready:             b.ready, ReadyReason: b.reason,
 		Members: []cluster.MemberStatus{{ID: b.id, RaftAddr: "127.0.0.1:8054", APIAddr: b.leaderAPI, Suffrage: "voter", Leader: b.leader}},
 	}
 }
