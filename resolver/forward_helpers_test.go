@@ -258,3 +258,13 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels ma
 	}
 	return 0
 }
+
+// newTestZone is new.test., a zone the tests create after names under it
+// were answered from upstream.
+const newTestZone = `
+$TTL 60
+@     IN SOA ns1 hostmaster 1 7200 3600 1209600 60
+@     IN NS  ns1
+ns1   IN A   198.51.100.53
+www   IN A   198.51.100.1
+`

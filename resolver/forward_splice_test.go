@@ -28,6 +28,34 @@ func startHandlerUpstream(t *testing.T, h dns.HandlerFunc) string {
 	return "udp://" + srv.PacketConn.LocalAddr().String()
 }
 
+// chainForwarder starts an upstream that answers each name in answers with
+// those records as they are (zone-file syntax; CNAME chains included) and
+// everything else NXDOMAIN, and a forwarder in front of it serving zs. It
+// returns the forwarder, its metrics and the upstream's query count.
+func chainForwarder(t *testing.T, zs resolver.Zones, answers map[string][]string) (*resolver.Server, *prometheus.Registry, *atomic.Int64) {
+	t.Helper()
+	queries := new(atomic.Int64)
+	url := startHandlerUpstream(t, func(w dns.ResponseWriter, r *dns.Msg) {
+		queries.Add(1)
+		m := new(dns.Msg).SetReply(r)
+		m.RecursionAvailable = true
+		rrs, ok := answers[strings.ToLower(r.Question[0].Name)]
+		if !ok {
+			m.Rcode = dns.RcodeNameError
+		}
+		for _, rr := range rrs {
+			m.Answer = append(m.Answer, resolvertest.RR(t, rr))
+		}
+		w.WriteMsg(m)
+	})
+	reg := prometheus.NewRegistry()
+	srv := resolvertest.Start(t, zs, resolvertest.Options{Registry: reg, Config: func(c *resolver.Config) {
+		c.Forward = []resolver.ForwardZone{{Zone: ".", Upstreams: []string{url}}}
+		c.Upstream.HealthCheckInterval = 0
+	}})
+	return srv, reg, queries
+}
+
 const spliceZone = `
 $TTL 3600
 @     IN SOA ns1 hostmaster 1 7200 3600 1209600 300
@@ -41,33 +69,11 @@ www   IN A   192.0.2.80
 // answers that part from its zones, never caches the reply, and a zone
 // change shows at once.
 func TestUpstreamChainIntoZoneIsSpliced(t *testing.T) {
-	var queries atomic.Int64
-	url := startHandlerUpstream(t, func(w dns.ResponseWriter, r *dns.Msg) {
-		queries.Add(1)
-		m := new(dns.Msg).SetReply(r)
-		m.RecursionAvailable = true
-		switch strings.ToLower(r.Question[0].Name) {
-		case "alias.ext.test.":
-			m.Answer = []dns.RR{
-				resolvertest.RR(t, "alias.ext.test. 3600 IN CNAME www.example.test."),
-				resolvertest.RR(t, "www.example.test. 3600 IN A 203.0.113.66"),
-			}
-		case "gone.ext.test.":
-			m.Answer = []dns.RR{
-				resolvertest.RR(t, "gone.ext.test. 3600 IN CNAME nothing.example.test."),
-				resolvertest.RR(t, "nothing.example.test. 3600 IN A 203.0.113.67"),
-			}
-		default:
-			m.Rcode = dns.RcodeNameError
-		}
-		w.WriteMsg(m)
-	})
 	zs := resolvertest.NewZones(readyView(resolvertest.ParseZone(t, "example.test.", spliceZone)))
-	reg := prometheus.NewRegistry()
-	srv := resolvertest.Start(t, zs, resolvertest.Options{Registry: reg, Config: func(c *resolver.Config) {
-		c.Forward = []resolver.ForwardZone{{Zone: ".", Upstreams: []string{url}}}
-		c.Upstream.HealthCheckInterval = 0
-	}})
+	srv, reg, queries := chainForwarder(t, zs, map[string][]string{
+		"alias.ext.test.": {"alias.ext.test. 3600 IN CNAME www.example.test.", "www.example.test. 3600 IN A 203.0.113.66"},
+		"gone.ext.test.":  {"gone.ext.test. 3600 IN CNAME nothing.example.test.", "nothing.example.test. 3600 IN A 203.0.113.67"},
+	})
 
 	want := resolvertest.Case{NoAA: true, Answer: []string{
 		"alias.ext.test. 3600 IN CNAME www.example.test.",
@@ -163,27 +169,10 @@ func TestServfailCounted(t *testing.T) {
 // outside every zone is spliced once a zone for the target is created:
 // the new zone wins over the cached copy at once, with no upstream query.
 func TestCachedChainIntoNewZone(t *testing.T) {
-	var queries atomic.Int64
-	url := startHandlerUpstream(t, func(w dns.ResponseWriter, r *dns.Msg) {
-		queries.Add(1)
-		m := new(dns.Msg).SetReply(r)
-		m.RecursionAvailable = true
-		if strings.EqualFold(r.Question[0].Name, "alias.ext.test.") {
-			m.Answer = []dns.RR{
-				resolvertest.RR(t, "alias.ext.test. 3600 IN CNAME www.new.test."),
-				resolvertest.RR(t, "www.new.test. 3600 IN A 203.0.113.66"),
-			}
-		} else {
-			m.Rcode = dns.RcodeNameError
-		}
-		w.WriteMsg(m)
-	})
 	zs := resolvertest.NewZones(readyView())
-	reg := prometheus.NewRegistry()
-	srv := resolvertest.Start(t, zs, resolvertest.Options{Registry: reg, Config: func(c *resolver.Config) {
-		c.Forward = []resolver.ForwardZone{{Zone: ".", Upstreams: []string{url}}}
-		c.Upstream.HealthCheckInterval = 0
-	}})
+	srv, reg, queries := chainForwarder(t, zs, map[string][]string{
+		"alias.ext.test.": {"alias.ext.test. 3600 IN CNAME www.new.test.", "www.new.test. 3600 IN A 203.0.113.66"},
+	})
 	upstreamCopy := resolvertest.Case{NoAA: true, Answer: []string{
 		"alias.ext.test. 3600 IN CNAME www.new.test.",
 		"www.new.test. 3600 IN A 203.0.113.66",
@@ -191,13 +180,7 @@ func TestCachedChainIntoNewZone(t *testing.T) {
 	for range 2 {
 		upstreamCopy.Check(t, ask(t, srv.Addr(), "alias.ext.test.", dns.TypeA, 1232))
 	}
-	zs.Set(readyView(resolvertest.ParseZone(t, "new.test.", `
-$TTL 60
-@     IN SOA ns1 hostmaster 1 7200 3600 1209600 60
-@     IN NS  ns1
-ns1   IN A   198.51.100.53
-www   IN A   198.51.100.1
-`)))
+	zs.Set(readyView(resolvertest.ParseZone(t, "new.test.", newTestZone)))
 	r := ask(t, srv.Addr(), "alias.ext.test.", dns.TypeA, 1232)
 	if len(r.Answer) != 2 || firstA(r) != "198.51.100.1" {
 		t.Fatalf("after the zone was created: %v", r.Answer)

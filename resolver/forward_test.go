@@ -271,13 +271,7 @@ func TestZoneCreatedAfterCachingWins(t *testing.T) {
 	if r := ask(t, srv.Addr(), "www.new.test.", dns.TypeA, 1232); firstA(r) != "192.0.2.1" {
 		t.Fatalf("forwarded: %v", r)
 	}
-	zs.Set(readyView(resolvertest.ParseZone(t, "new.test.", `
-$TTL 60
-@     IN SOA ns1 hostmaster 1 7200 3600 1209600 60
-@     IN NS  ns1
-ns1   IN A   198.51.100.53
-www   IN A   198.51.100.1
-`)))
+	zs.Set(readyView(resolvertest.ParseZone(t, "new.test.", newTestZone)))
 	resolvertest.Case{Answer: []string{"www.new.test. 60 IN A 198.51.100.1"}}.
 		Check(t, ask(t, srv.Addr(), "www.new.test.", dns.TypeA, 1232))
 	if n := up.queries.Load(); n != 1 {

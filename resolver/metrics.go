@@ -56,7 +56,9 @@ type metrics struct {
 
 var protos = [2]string{"udp", "tcp"}
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics builds and registers the DNS server's collectors; memo is the
+// authority stage's answer table, whose size is read at scrape time.
+func newMetrics(reg prometheus.Registerer, memo *answerMemo) (*metrics, error) {
 	opts := func(name, help string) prometheus.Opts {
 		return prometheus.Opts{Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: name, Help: help}
 	}
@@ -84,7 +86,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Times a listener stopped reading because its in-flight limit was reached, by transport.")),
 			[]string{"proto"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.responses, m.duration, m.size, m.panics, m.malformed, m.overload} {
+	memoBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts(opts("answer_memo_bytes",
+		"Estimated memory held by the remembered authoritative answers (bounded at 64 MiB).")),
+		func() float64 { return float64(memo.bytes()) })
+	for _, c := range []prometheus.Collector{m.requests, m.responses, m.duration, m.size, m.panics, m.malformed, m.overload, memoBytes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -64,7 +64,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	m, err := newMetrics(reg)
+	memo := newAnswerMemo()
+	m, err := newMetrics(reg, memo)
 	if err != nil {
 		return nil, fmt.Errorf("dns metrics: %w", err)
 	}
@@ -72,14 +73,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{cfg: cfg, deps: deps, log: log.With("component", "dns"), metrics: m,
 		hostname: host, stop: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.memo = newAnswerMemo()
-	memoBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: metricsNamespace, Subsystem: metricsSubsystem, Name: "answer_memo_bytes",
-		Help: "Estimated memory held by the remembered authoritative answers (bounded at 64 MiB).",
-	}, func() float64 { return float64(s.memo.bytes()) })
-	if err := reg.Register(memoBytes); err != nil {
-		return nil, fmt.Errorf("dns metrics: %w", err)
-	}
+	s.memo = memo
 	s.handler = s.chain()
 	return s, nil
 }
